@@ -1,0 +1,99 @@
+// Package cli holds swerve's cobra commands. Each command parses its flags
+// into an options struct and calls the layers below; nothing here knows how
+// a sandbox or a dataset works.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/swerve-dev/swerve/internal/version"
+)
+
+// exitError carries a process exit code through cobra without printing
+// anything more (the command already reported what happened).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs swerve with args (without the program name) and returns the exit
+// code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRoot(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if ee, ok := errors.AsType[exitError](err); ok {
+		return ee.code
+	}
+	fmt.Fprintf(os.Stderr, "swerve: %v\n", err)
+	return 1
+}
+
+// commands lists the constructors of every top-level command; files add to
+// it from init().
+var commands []func() *cobra.Command
+
+func register(fn func() *cobra.Command) { commands = append(commands, fn) }
+
+// NewRoot builds the command tree writing to stdout and stderr.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	var logLevel string
+	root := &cobra.Command{
+		Use:   "swerve",
+		Short: "Run coding agents on software-engineering tasks, grade them, serve them to RL trainers",
+		Long: `swerve builds a container image per task, runs an agent scaffold in it, grades the
+patch with the task's hidden tests, and serves all of that to RL trainers.
+
+It reads the datasets you already have (SWE-bench, SWE-Factory, R2E-Gym,
+SWE-smith, SWE-Gym, NeMo Gym) and keeps the flag names you already type.`,
+		Example: `  swerve tasks ls --dataset verified-test.parquet
+  swerve shell --dataset examples/sample/tasks.jsonl --instance_id sample__calc-1
+  swerve exec --dataset verified-test.parquet --instance_id django__django-16901 -- git status`,
+		Version:       version.String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			var lvl slog.Level
+			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
+				return fmt.Errorf("--log-level: %w", err)
+			}
+			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})))
+			return nil
+		},
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetVersionTemplate("swerve {{.Version}}\n")
+	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	for _, fn := range commands {
+		root.AddCommand(fn())
+	}
+	normalizeFlags(root)
+	return root
+}
+
+// normalizeFlags makes every flag answer to both spellings: --start_idx and
+// --start-idx are the same flag, whichever way it was declared.
+func normalizeFlags(cmd *cobra.Command) {
+	cmd.SetGlobalNormalizationFunc(func(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+		return pflag.NormalizedName(strings.ReplaceAll(name, "_", "-"))
+	})
+	for _, c := range cmd.Commands() {
+		normalizeFlags(c)
+	}
+}

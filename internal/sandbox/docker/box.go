@@ -1,0 +1,283 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/shim"
+)
+
+// removeTimeout bounds Close's container removal, which must run even when
+// the caller's context is already cancelled.
+const removeTimeout = 60 * time.Second
+
+// Open creates and starts a container whose main process is the helper,
+// and returns once the helper has answered.
+func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+	if spec.Image == "" {
+		return nil, fmt.Errorf("docker: open: no image given")
+	}
+	if err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress); err != nil {
+		return nil, err
+	}
+	network := spec.Network
+	if network == "" {
+		network = sandbox.NetworkDefault
+	}
+	labels := maps.Clone(b.labels)
+	maps.Copy(labels, spec.Labels)
+
+	hc := &container.HostConfig{
+		NetworkMode: container.NetworkMode(network),
+		Resources: container.Resources{
+			NanoCPUs: int64(spec.Limits.CPUs * 1e9),
+			Memory:   spec.Limits.MemoryMiB << 20,
+		},
+	}
+	if spec.Limits.PIDs > 0 {
+		pids := spec.Limits.PIDs
+		hc.Resources.PidsLimit = &pids
+	}
+	if !b.copyShim {
+		hc.Binds = []string{b.shim + ":" + shim.InBoxPath + ":ro"}
+	}
+	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{
+			Image:        spec.Image,
+			Entrypoint:   []string{shim.InBoxPath, "shim"},
+			Cmd:          []string{},
+			Env:          spec.Env,
+			WorkingDir:   spec.Workdir,
+			User:         spec.User,
+			Labels:       labels,
+			OpenStdin:    true,
+			StdinOnce:    true,
+			AttachStdin:  true,
+			AttachStdout: true,
+			AttachStderr: true,
+		},
+		HostConfig: hc,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("docker: create container from %s: %w", spec.Image, classify(err))
+	}
+	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir}
+	defer func() {
+		if err != nil {
+			box.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	if b.copyShim {
+		if err := b.copyShimInto(ctx, created.ID); err != nil {
+			return nil, err
+		}
+	}
+	att, err := b.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, fmt.Errorf("docker: attach %s: %w", short(created.ID), classify(err))
+	}
+	box.conn = &att.HijackedResponse
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, box.stderr, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	box.client = shim.NewClient(pr, att.Conn)
+	box.client.Describe = box.describe
+	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return nil, fmt.Errorf("docker: start container from %s: %w", spec.Image, classify(err))
+	}
+	if _, err := box.client.Hello(ctx); err != nil {
+		return nil, fmt.Errorf("docker: the helper in %s did not answer: %w", short(created.ID), err)
+	}
+	return box, nil
+}
+
+// copyShimInto puts the helper binary into a created container, for engines
+// that cannot bind-mount a path of this machine.
+func (b *Backend) copyShimInto(ctx context.Context, id string) error {
+	data, err := os.ReadFile(b.shim)
+	if err != nil {
+		return fmt.Errorf("docker: read helper: %w", err)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	dir := strings.TrimPrefix(shim.InBoxPath[:strings.LastIndexByte(shim.InBoxPath, '/')], "/")
+	now := time.Now()
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o755, ModTime: now})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: strings.TrimPrefix(shim.InBoxPath, "/"), Mode: 0o755, Size: int64(len(data)), ModTime: now})
+	_, _ = tw.Write(data)
+	if err := tw.Close(); err != nil {
+		return fmt.Errorf("docker: pack helper: %w", err)
+	}
+	if _, err := b.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: &buf}); err != nil {
+		return fmt.Errorf("docker: copy helper into %s: %w", short(id), classify(err))
+	}
+	return nil
+}
+
+// Box is one container.
+type Box struct {
+	cli     *client.Client
+	id      string
+	image   string
+	env     []string
+	workdir string
+	conn    *client.HijackedResponse
+	client  *shim.Client
+	stderr  *shim.TailBuffer
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ sandbox.Sandbox     = (*Box)(nil)
+	_ sandbox.Interactive = (*Box)(nil)
+)
+
+// ID is the container id.
+func (b *Box) ID() string { return b.id }
+
+func short(id string) string { return id[:min(12, len(id))] }
+
+// describe adds the helper's last words to a broken-stream error.
+func (b *Box) describe(err error) error {
+	if tail := strings.TrimSpace(b.stderr.String()); tail != "" {
+		return fmt.Errorf("container %s: %w (helper stderr: %s)", short(b.id), err, tail)
+	}
+	return fmt.Errorf("container %s: %w", short(b.id), err)
+}
+
+// Exec runs a command through the helper.
+func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if b.client == nil {
+		return sandbox.ExecResult{}, sandbox.ErrClosed
+	}
+	return b.client.Exec(ctx, req)
+}
+
+// WriteFile writes a file in the container through the helper.
+func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	if b.client == nil {
+		return sandbox.ErrClosed
+	}
+	return b.client.WriteFile(ctx, path, data, mode)
+}
+
+// ReadFile reads a file in the container through the helper.
+func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	if b.client == nil {
+		return nil, sandbox.ErrClosed
+	}
+	return b.client.ReadFile(ctx, path)
+}
+
+// Close removes the container (killing everything in it). It is idempotent.
+func (b *Box) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		if b.client != nil {
+			b.client.Shutdown()
+		}
+		if b.conn != nil {
+			b.conn.Close()
+		}
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		defer cancel()
+		_, err := b.cli.ContainerRemove(ctx, b.id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err != nil && !errors.Is(classify(err), sandbox.ErrNotFound) {
+			b.closeErr = fmt.Errorf("docker: remove container %s: %w", short(b.id), classify(err))
+		}
+	})
+	return b.closeErr
+}
+
+// Attach runs an interactive command (a login shell by default) in the
+// container through an engine exec, with a pseudo-terminal when asked.
+func (b *Box) Attach(ctx context.Context, req sandbox.AttachRequest) (int, error) {
+	argv := req.Cmd
+	if len(argv) == 0 {
+		argv = []string{"/bin/sh", "-c", "if command -v bash >/dev/null; then exec bash -l; else exec sh -l; fi"}
+	}
+	created, err := b.cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{
+		TTY: req.TTY, AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Env: append(append([]string{}, b.env...), req.Env...), WorkingDir: b.workdir, Cmd: argv,
+	})
+	if err != nil {
+		return -1, fmt.Errorf("docker: exec in %s: %w", short(b.id), classify(err))
+	}
+	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{TTY: req.TTY})
+	if err != nil {
+		return -1, fmt.Errorf("docker: attach exec in %s: %w", short(b.id), classify(err))
+	}
+	defer att.Close()
+	if req.Resize != nil {
+		go func() {
+			for sz := range req.Resize {
+				_, _ = b.cli.ExecResize(ctx, created.ID, client.ExecResizeOptions{Width: sz[0], Height: sz[1]})
+			}
+		}()
+	}
+	if req.Stdin != nil {
+		go func() {
+			_, _ = io.Copy(att.Conn, req.Stdin)
+			_ = att.CloseWrite()
+		}()
+	}
+	if req.TTY {
+		_, err = io.Copy(req.Stdout, att.Reader)
+	} else {
+		_, err = stdcopy.StdCopy(req.Stdout, req.Stdout, att.Reader)
+	}
+	if err != nil && ctx.Err() == nil {
+		return -1, fmt.Errorf("docker: exec stream: %w", err)
+	}
+	insp, err := b.cli.ExecInspect(context.WithoutCancel(ctx), created.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return -1, fmt.Errorf("docker: inspect exec: %w", classify(err))
+	}
+	return insp.ExitCode, nil
+}
+
+// engineExec runs argv with a plain engine exec (create, attach, inspect),
+// the way tools without a helper pay for every command. It exists as the
+// benchmark baseline.
+func (b *Box) engineExec(ctx context.Context, argv []string) (int, []byte, error) {
+	created, err := b.cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{AttachStdout: true, AttachStderr: true, Cmd: argv})
+	if err != nil {
+		return -1, nil, classify(err)
+	}
+	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return -1, nil, classify(err)
+	}
+	var out bytes.Buffer
+	_, err = stdcopy.StdCopy(&out, &out, att.Reader)
+	att.Close()
+	if err != nil {
+		return -1, nil, err
+	}
+	insp, err := b.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+	if err != nil {
+		return -1, nil, classify(err)
+	}
+	return insp.ExitCode, out.Bytes(), nil
+}

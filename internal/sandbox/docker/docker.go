@@ -1,0 +1,197 @@
+// Package docker is the sandbox backend for Docker and Podman, spoken to
+// through the Engine API (github.com/moby/moby/client).
+//
+// Each box is one container whose main process is swerve's helper (the
+// shim), bind-mounted read-only at /.swerve/swerve (or copied in, for remote
+// engines), and attached over one stream: commands then cost a fork/exec in
+// the container instead of an engine round trip each.
+//
+// The engine is found from DOCKER_HOST, else CONTAINER_HOST (Podman's
+// variable), else the default socket. Every container carries the labels
+// swerve.managed, swerve.run, swerve.owner.pid and swerve.owner.host, which
+// gc uses to find what a killed run left behind.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/shim"
+)
+
+// Name is the backend's registry name.
+const Name = "docker"
+
+// Labels every container carries.
+const (
+	LabelManaged   = "swerve.managed"
+	LabelRun       = "swerve.run"
+	LabelTask      = "swerve.task"
+	LabelOwnerPID  = "swerve.owner.pid"
+	LabelOwnerHost = "swerve.owner.host"
+)
+
+// Shim placement modes (SWERVE_DOCKER_SHIM).
+const (
+	ShimAuto  = "auto"  // mount for local engines, copy for remote ones
+	ShimMount = "mount" // bind-mount the host binary read-only
+	ShimCopy  = "copy"  // copy the binary into the container before start
+)
+
+func init() {
+	sandbox.Register(&sandbox.Registration{
+		Name:        Name,
+		Description: "Docker or Podman containers through the Engine API (DOCKER_HOST / CONTAINER_HOST)",
+		New: func(ctx context.Context, opts sandbox.Options) (sandbox.Backend, error) {
+			return New(ctx, Config{Options: opts})
+		},
+		Probe: Probe,
+	})
+}
+
+// Config configures the backend.
+type Config struct {
+	sandbox.Options
+	// Host overrides DOCKER_HOST / CONTAINER_HOST.
+	Host string
+	// ShimMode is ShimAuto (default), ShimMount or ShimCopy; the
+	// SWERVE_DOCKER_SHIM variable sets it too.
+	ShimMode string
+}
+
+// Backend opens containers.
+type Backend struct {
+	cli      *client.Client
+	host     string
+	shim     string
+	copyShim bool
+	runID    string
+	labels   map[string]string
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// hostFromEnv returns the engine address: DOCKER_HOST, else CONTAINER_HOST.
+func hostFromEnv() string {
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		return h
+	}
+	return os.Getenv("CONTAINER_HOST")
+}
+
+func newClient(host string) (*client.Client, error) {
+	opts := []client.Opt{client.FromEnv}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker: client: %w", err)
+	}
+	return c, nil
+}
+
+// New connects to the engine (lazily: nothing is sent until first use).
+func New(_ context.Context, cfg Config) (*Backend, error) {
+	host := cfg.Host
+	if host == "" {
+		host = hostFromEnv()
+	}
+	cli, err := newClient(host)
+	if err != nil {
+		return nil, err
+	}
+	bin, err := shim.Binary(cfg.ShimPath)
+	if err != nil {
+		return nil, err
+	}
+	mode := cfg.ShimMode
+	if mode == "" {
+		mode = os.Getenv("SWERVE_DOCKER_SHIM")
+	}
+	copyShim := false
+	switch mode {
+	case "", ShimAuto:
+		copyShim = isRemote(cli.DaemonHost())
+	case ShimMount:
+	case ShimCopy:
+		copyShim = true
+	default:
+		return nil, fmt.Errorf("docker: shim mode %q: want auto, mount or copy", mode)
+	}
+	hostname, _ := os.Hostname()
+	runID := cfg.RunID
+	if runID == "" {
+		runID = "adhoc-" + strconv.Itoa(os.Getpid())
+	}
+	return &Backend{
+		cli:      cli,
+		host:     cli.DaemonHost(),
+		shim:     bin,
+		copyShim: copyShim,
+		runID:    runID,
+		labels: map[string]string{
+			LabelManaged:   "true",
+			LabelRun:       runID,
+			LabelOwnerPID:  strconv.Itoa(os.Getpid()),
+			LabelOwnerHost: hostname,
+		},
+	}, nil
+}
+
+// Client exposes the engine client, for tools that need more than boxes.
+func (b *Backend) Client() *client.Client { return b.cli }
+
+// isRemote reports whether the engine is on another machine, where a host
+// path cannot be bind-mounted.
+func isRemote(host string) bool {
+	u, err := url.Parse(host)
+	if err != nil {
+		return false
+	}
+	return u.Scheme != "unix" && u.Scheme != "npipe"
+}
+
+// Probe reports whether an engine answers.
+func Probe(ctx context.Context) error {
+	host := hostFromEnv()
+	cli, err := newClient(host)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	return ping(ctx, cli)
+}
+
+func ping(ctx context.Context, cli *client.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("no Docker or Podman engine answers at %s (start dockerd, or set DOCKER_HOST / CONTAINER_HOST): %w", cli.DaemonHost(), sandbox.ErrUnavailable)
+	}
+	return nil
+}
+
+// classify wraps engine errors with the sandbox sentinels.
+func classify(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
+	case client.IsErrConnectionFailed(err):
+		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %w", sandbox.ErrTimeout, err)
+	}
+	return err
+}

@@ -1,0 +1,111 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// pullAttempts bounds retries of a pull that the registry rate-limits.
+const pullAttempts = 6
+
+// ensureImage makes image present according to the pull policy.
+func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) error {
+	switch policy {
+	case "", sandbox.PullMissing, sandbox.PullAlways, sandbox.PullNever:
+	default:
+		return fmt.Errorf("docker: pull policy %q: want missing, always or never", policy)
+	}
+	if policy != sandbox.PullAlways {
+		_, err := b.cli.ImageInspect(ctx, image)
+		if err == nil {
+			return nil
+		}
+		if !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("docker: inspect image %s: %w", image, classify(err))
+		}
+		if policy == sandbox.PullNever {
+			return fmt.Errorf("docker: image %s is not present and --pull is never: %s: %w", image, howToGet(image), sandbox.ErrNotFound)
+		}
+	}
+	return b.pull(ctx, image, progress)
+}
+
+// howToGet tells a person how to get an image that is missing.
+func howToGet(image string) string {
+	if strings.Contains(image, "sweb.eval.") {
+		return "pull it (docker pull " + image + ") or build it with the SWE-bench harness or `swerve build`"
+	}
+	return "build it (docker build -t " + image + " .) or pull it (docker pull " + image + ")"
+}
+
+// pull pulls image, retrying with exponential backoff and jitter while the
+// registry answers 429 (too many requests).
+func (b *Backend) pull(ctx context.Context, image string, progress io.Writer) error {
+	delay := 5 * time.Second
+	var err error
+	for attempt := 1; attempt <= pullAttempts; attempt++ {
+		err = b.pullOnce(ctx, image, progress)
+		if err == nil || !rateLimited(err) || attempt == pullAttempts {
+			break
+		}
+		wait := delay/2 + rand.N(delay)
+		if progress != nil {
+			fmt.Fprintf(progress, "%s: registry rate limit, retrying in %s (attempt %d of %d)\n", image, wait.Round(time.Second), attempt+1, pullAttempts)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("docker: pull %s: %w", image, ctx.Err())
+		case <-time.After(wait):
+		}
+		delay = min(delay*2, 2*time.Minute)
+	}
+	if err != nil {
+		return fmt.Errorf("docker: image %s is not present and could not be pulled (%w); %s", image, classify(err), howToGet(image))
+	}
+	return nil
+}
+
+func (b *Backend) pullOnce(ctx context.Context, image string, progress io.Writer) error {
+	resp, err := b.cli.ImagePull(ctx, image, client.ImagePullOptions{})
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	last := map[string]string{}
+	for msg, err := range resp.JSONMessages(ctx) {
+		if err != nil {
+			return err
+		}
+		if msg.Error != nil {
+			return msg.Error
+		}
+		if progress == nil || msg.Status == "" {
+			continue
+		}
+		// One line per layer and status change, not one per byte count.
+		if last[msg.ID] == msg.Status {
+			continue
+		}
+		last[msg.ID] = msg.Status
+		if msg.ID != "" {
+			fmt.Fprintf(progress, "%s: %s %s\n", image, msg.ID, msg.Status)
+		} else {
+			fmt.Fprintf(progress, "%s: %s\n", image, msg.Status)
+		}
+	}
+	return nil
+}
+
+func rateLimited(err error) bool {
+	s := strings.ToLower(err.Error())
+	return strings.Contains(s, "toomanyrequests") || strings.Contains(s, "429") || strings.Contains(s, "rate limit")
+}

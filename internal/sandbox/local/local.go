@@ -1,0 +1,267 @@
+// Package local is the sandbox backend that needs no container engine: each
+// box is a temporary directory on the host holding a copy of the task's
+// repository, and commands run there as ordinary host processes through the
+// same helper (shim) the container backends use.
+//
+// It isolates nothing: no network, CPU, memory or pid limits apply, and
+// absolute paths are the host's. It is the fallback when no engine answers
+// and the dry-run mode, not a security boundary.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/shim"
+)
+
+// Name is the backend's registry name.
+const Name = "local"
+
+// dirPrefix starts the name of every box directory, so gc can find them.
+const dirPrefix = "swerve-local-"
+
+func init() {
+	sandbox.Register(&sandbox.Registration{
+		Name:        Name,
+		Description: "host processes in a temporary copy of the repository (no isolation; needs no engine)",
+		New: func(_ context.Context, opts sandbox.Options) (sandbox.Backend, error) {
+			return New(opts)
+		},
+	})
+}
+
+// Backend opens local boxes.
+type Backend struct {
+	shim  string
+	runID string
+	// TempDir is where box directories are made; empty means os.TempDir().
+	TempDir string
+}
+
+// New returns a local backend.
+func New(opts sandbox.Options) (*Backend, error) {
+	bin, err := shim.Binary(opts.ShimPath)
+	if err != nil {
+		return nil, err
+	}
+	return &Backend{shim: bin, runID: opts.RunID}, nil
+}
+
+var _ sandbox.Backend = (*Backend)(nil)
+
+// Open copies spec.Image (a host directory, optional) into a fresh temporary
+// directory and starts the helper there.
+func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+	root, err := os.MkdirTemp(b.TempDir, dirPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("local: make box directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(root)
+		}
+	}()
+	owner := fmt.Sprintf("pid=%d\nrun=%s\n", os.Getpid(), b.runID)
+	if err := os.WriteFile(filepath.Join(root, ".owner"), []byte(owner), 0o644); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	work := filepath.Join(root, "work")
+	if spec.Image != "" {
+		if err := copyTree(spec.Image, work); err != nil {
+			return nil, fmt.Errorf("local: copy %s: %w", spec.Image, err)
+		}
+	} else if err := os.Mkdir(work, 0o755); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	for _, d := range []string{"home", "tmp"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+	}
+	workdir := work
+	if spec.Workdir != "" {
+		workdir = spec.Workdir
+		if !filepath.IsAbs(workdir) {
+			workdir = filepath.Join(work, workdir)
+		}
+		if err := os.MkdirAll(workdir, 0o755); err != nil {
+			return nil, fmt.Errorf("local: workdir: %w", err)
+		}
+	}
+
+	cmd := exec.Command(b.shim, "shim")
+	cmd.Dir = workdir
+	cmd.Env = append(os.Environ(),
+		"HOME="+filepath.Join(root, "home"),
+		"TMPDIR="+filepath.Join(root, "tmp"),
+		"SWERVE_BOX="+root,
+	)
+	cmd.Env = append(cmd.Env, spec.Env...)
+	// Its own process group, and gone with us if swerve is killed.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr := &shim.TailBuffer{}
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("local: start helper %s: %w", b.shim, err)
+	}
+	box := &Box{root: root, workdir: workdir, cmd: cmd, stdin: stdin, stderr: stderr, env: cmd.Env}
+	box.client = shim.NewClient(stdout, stdin)
+	box.client.Describe = func(err error) error {
+		if tail := strings.TrimSpace(stderr.String()); tail != "" {
+			return fmt.Errorf("%w (helper said: %s)", err, tail)
+		}
+		return err
+	}
+	if _, err := box.client.Hello(ctx); err != nil {
+		box.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("local: helper did not answer: %w", err)
+	}
+	return box, nil
+}
+
+// Box is one local sandbox.
+type Box struct {
+	root    string
+	workdir string
+	env     []string
+	cmd     *exec.Cmd
+	stdin   interface{ Close() error }
+	stderr  *shim.TailBuffer
+	client  *shim.Client
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ sandbox.Sandbox     = (*Box)(nil)
+	_ sandbox.Interactive = (*Box)(nil)
+)
+
+// ID is the box's directory.
+func (b *Box) ID() string { return b.root }
+
+// Workdir is the host directory commands run in by default.
+func (b *Box) Workdir() string { return b.workdir }
+
+func (b *Box) path(p string) string {
+	if p == "" || filepath.IsAbs(p) {
+		return p
+	}
+	return filepath.Join(b.workdir, p)
+}
+
+// Exec runs a command through the helper.
+func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	return b.client.Exec(ctx, req)
+}
+
+// WriteFile writes a file; relative paths are under the working directory.
+func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	return b.client.WriteFile(ctx, b.path(path), data, mode)
+}
+
+// ReadFile reads a file; relative paths are under the working directory.
+func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return b.client.ReadFile(ctx, b.path(path))
+}
+
+// Close stops the helper (which kills every command it started) and removes
+// the box directory.
+func (b *Box) Close(ctx context.Context) error {
+	b.closeOnce.Do(func() {
+		b.client.Shutdown()
+		b.stdin.Close()
+		exited := make(chan error, 1)
+		go func() { exited <- b.cmd.Wait() }()
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		case <-ctx.Done():
+			_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+		// Commands that escaped the helper's process groups still run in
+		// the box directory: find and kill them before removing it.
+		killUnder(b.root)
+		if err := os.RemoveAll(b.root); err != nil {
+			b.closeErr = fmt.Errorf("local: remove %s: %w", b.root, err)
+		}
+	})
+	return b.closeErr
+}
+
+// Attach runs an interactive command in the box, on the caller's streams
+// (the host terminal, when they are one).
+func (b *Box) Attach(ctx context.Context, req sandbox.AttachRequest) (int, error) {
+	argv := req.Cmd
+	if len(argv) == 0 {
+		argv = []string{"bash", "-l"}
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = b.workdir
+	cmd.Env = append(append([]string{}, b.env...), req.Env...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, req.Stdout, req.Stdout
+	err := cmd.Run()
+	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("local: %w", err)
+	}
+	return 0, nil
+}
+
+// killUnder kills every process whose working directory is inside dir.
+func killUnder(dir string) {
+	for _, pid := range processesUnder(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// processesUnder lists processes whose working directory is dir or below.
+func processesUnder(dir string) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		cwd, err := os.Readlink("/proc/" + e.Name() + "/cwd")
+		if err != nil {
+			continue
+		}
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		if cwd == dir || strings.HasPrefix(cwd, dir+"/") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

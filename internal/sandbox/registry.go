@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+)
+
+// Registration describes a backend to the registry.
+type Registration struct {
+	// Name is what --backend selects, e.g. "docker".
+	Name string
+	// Description is one line for --help.
+	Description string
+	// New creates the backend. It should not contact anything slow; Probe
+	// does that.
+	New func(ctx context.Context, opts Options) (Backend, error)
+	// Probe reports whether the backend can be used here (engine reachable),
+	// with a reason when it cannot. Nil means always available.
+	Probe func(ctx context.Context) error
+}
+
+// Options are backend-independent settings passed to Registration.New.
+type Options struct {
+	// RunID labels every box so that a later gc can find them.
+	RunID string
+	// ShimPath is the static swerve binary to run inside boxes; empty
+	// means the running executable.
+	ShimPath string
+}
+
+var (
+	mu       sync.RWMutex
+	backends = map[string]*Registration{}
+)
+
+// Register adds a backend. It panics on an empty or duplicate name: that is
+// a programming error.
+func Register(r *Registration) {
+	mu.Lock()
+	defer mu.Unlock()
+	if r == nil || r.Name == "" || r.New == nil {
+		panic("sandbox: Register with empty name or nil New")
+	}
+	if _, dup := backends[r.Name]; dup {
+		panic("sandbox: Register called twice for backend " + r.Name)
+	}
+	backends[r.Name] = r
+}
+
+// Lookup returns the registration of a backend.
+func Lookup(name string) (*Registration, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	r, ok := backends[name]
+	if !ok {
+		return nil, fmt.Errorf("sandbox: unknown backend %q (have %v): %w", name, namesLocked(), ErrNotFound)
+	}
+	return r, nil
+}
+
+// Names lists the registered backends, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(backends))
+	for n := range backends {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// New creates the named backend.
+func New(ctx context.Context, name string, opts Options) (Backend, error) {
+	r, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	b, err := r.New(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: backend %s: %w", name, err)
+	}
+	return b, nil
+}
+
+// AutoOrder is the order in which "auto" tries backends.
+var AutoOrder = []string{"docker", "local"}
+
+// Resolve turns "auto" (or "") into the first backend of AutoOrder whose
+// probe succeeds, and checks any other name exists. It returns the chosen
+// name and, for auto, why earlier backends were passed over.
+func Resolve(ctx context.Context, name string) (string, []string, error) {
+	if name != "" && name != "auto" {
+		_, err := Lookup(name)
+		return name, nil, err
+	}
+	var skipped []string
+	for _, n := range AutoOrder {
+		r, err := Lookup(n)
+		if err != nil {
+			continue
+		}
+		if r.Probe == nil {
+			return n, skipped, nil
+		}
+		if err := r.Probe(ctx); err != nil {
+			skipped = append(skipped, fmt.Sprintf("%s: %v", n, err))
+			continue
+		}
+		return n, skipped, nil
+	}
+	return "", skipped, fmt.Errorf("sandbox: no backend available (%v): %w", slices.Clip(skipped), ErrUnavailable)
+}

@@ -1,0 +1,182 @@
+// Package sandbox defines how swerve gets a box to run a task in: a Backend
+// opens a Sandbox from a Spec, and a Sandbox runs commands and moves files.
+//
+// Backends live in sub-packages (sandbox/docker, sandbox/local, ...) and
+// register themselves by name in init(); Open picks one by name. Every
+// backend passes the conformance suite in sandbox/sandboxtest.
+//
+// # Using a sandbox
+//
+//	b, err := sandbox.Get("docker")
+//	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest"})
+//	defer box.Close(context.WithoutCancel(ctx))
+//	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("git status"), Timeout: time.Minute})
+//
+// Optional abilities (an interactive terminal, ...) are small extra
+// interfaces found with a type assertion, e.g. Interactive.
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them with %w so callers can test with
+// errors.Is whatever the backend.
+var (
+	// ErrNotFound: the image, box or file does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrTimeout: an operation ran out of time.
+	ErrTimeout = errors.New("timed out")
+	// ErrUnavailable: the backend cannot be reached (no engine, socket gone).
+	ErrUnavailable = errors.New("unavailable")
+	// ErrClosed: the sandbox was closed, or died, before or during the call.
+	ErrClosed = errors.New("sandbox closed")
+)
+
+// Backend opens sandboxes.
+type Backend interface {
+	// Open starts a box from spec and returns once it is ready for its
+	// first command. On error nothing is left behind.
+	Open(ctx context.Context, spec Spec) (Sandbox, error)
+}
+
+// Sandbox is one running box.
+type Sandbox interface {
+	// ID names the box for people and for logs (container id, temp dir).
+	ID() string
+	// Exec runs one command and waits for it. A command that exceeds its
+	// timeout is killed together with everything it started, and the result
+	// says TimedOut with ExitCode 124; that is not an error. Errors mean the
+	// command could not be run or its result not be read.
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	// WriteFile writes data to path (relative paths are relative to the
+	// box's working directory), creating parent directories.
+	WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error
+	// ReadFile returns the content of path; a missing file is ErrNotFound.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// Close stops the box and removes everything it created. It is
+	// idempotent and safe to call concurrently with other methods, which
+	// then fail with ErrClosed.
+	Close(ctx context.Context) error
+}
+
+// Network modes for Spec.Network.
+const (
+	NetworkNone    = "none"   // no network at all: the default for agent boxes
+	NetworkBridge  = "bridge" // the engine's default network
+	NetworkHost    = "host"   // the host's network stack
+	NetworkDefault = NetworkNone
+)
+
+// Pull policies for Spec.Pull.
+const (
+	PullMissing = "missing" // pull only when the image is not present (default)
+	PullAlways  = "always"
+	PullNever   = "never"
+)
+
+// Spec says what box to open.
+type Spec struct {
+	// Image is the image to start. For the local backend it is a host
+	// directory whose copy becomes the box's working directory (may be
+	// empty: an empty directory).
+	Image string
+	// Workdir is the working directory of the shim and of commands that
+	// name none; empty means the image's own (WORKDIR), or the copy's root
+	// for the local backend.
+	Workdir string
+	// Env is added to every command's environment, "KEY=VALUE".
+	Env []string
+	// Network is NetworkNone (default), NetworkBridge or NetworkHost.
+	Network string
+	// Limits caps the box's resources; zero values mean no cap.
+	Limits Limits
+	// Labels are added to the backend's own labels (swerve.run, ...).
+	Labels map[string]string
+	// Pull is PullMissing (default), PullAlways or PullNever.
+	Pull string
+	// PullProgress, if set, receives human-readable pull progress lines.
+	PullProgress io.Writer
+	// User runs commands as this user ("root", "1000:1000"); empty keeps
+	// the image's.
+	User string
+}
+
+// Limits are resource caps for a box.
+type Limits struct {
+	CPUs      float64 // number of CPUs, e.g. 1.5
+	MemoryMiB int64   // memory in MiB
+	PIDs      int64   // maximum number of processes
+}
+
+// ExecRequest is one command to run.
+type ExecRequest struct {
+	// Cmd is the argv; Bash wraps a shell command line.
+	Cmd []string
+	// Env is added to the box's environment for this command.
+	Env []string
+	// Cwd is the working directory; empty means the box's.
+	Cwd string
+	// Stdin is fed to the command; nil means no input (EOF at once).
+	Stdin []byte
+	// Timeout kills the command's whole process group when reached; zero
+	// means no limit beyond ctx.
+	Timeout time.Duration
+	// MaxOutput caps the bytes of output kept: beyond it, the middle is
+	// elided and the head and tail are kept. Zero means DefaultMaxOutput;
+	// negative means no cap.
+	MaxOutput int
+}
+
+// DefaultMaxOutput is the output cap when ExecRequest.MaxOutput is zero.
+const DefaultMaxOutput = 1 << 20
+
+// TimeoutExitCode is the exit code reported for a command that timed out,
+// as timeout(1) does.
+const TimeoutExitCode = 124
+
+// ExecResult is what a command did.
+type ExecResult struct {
+	// Output is stdout and stderr merged in the order they were written,
+	// with the middle elided when it exceeded the cap.
+	Output []byte
+	// ExitCode is the command's exit status; 128+n when killed by signal n;
+	// TimeoutExitCode when it timed out.
+	ExitCode int
+	// TimedOut is set when the command was killed for exceeding Timeout.
+	TimedOut bool
+	// OutputBytes is the total output produced; ElidedBytes how many of
+	// those were dropped from the middle.
+	OutputBytes int64
+	ElidedBytes int64
+	// Duration is how long the command ran inside the box.
+	Duration time.Duration
+}
+
+// Bash returns the argv that runs line with bash as a login shell, so the
+// image's toolchain set-up in /etc/profile applies.
+func Bash(line string) []string { return []string{"bash", "-lc", line} }
+
+// Interactive is implemented by sandboxes that can attach a person's
+// terminal to a shell inside the box.
+type Interactive interface {
+	// Attach runs cmd (a login shell when empty) connected to the given
+	// streams; with TTY set the command gets a pseudo-terminal. It returns
+	// the command's exit code.
+	Attach(ctx context.Context, req AttachRequest) (int, error)
+}
+
+// AttachRequest is an interactive session.
+type AttachRequest struct {
+	Cmd    []string
+	Stdin  io.Reader
+	Stdout io.Writer
+	TTY    bool
+	// Resize delivers terminal size changes (width, height) while attached.
+	Resize <-chan [2]uint
+	Env    []string
+}

@@ -1,0 +1,137 @@
+// Package shim is the helper swerve runs inside every sandbox, and the client
+// that talks to it.
+//
+// The helper is the swerve binary itself ("swerve shim"), started once per
+// box. It reads requests from stdin and writes responses to stdout over one
+// byte stream, so that each command costs a fork/exec inside the box rather
+// than a round trip through the container engine.
+//
+// # Wire format
+//
+// Both directions carry frames:
+//
+//	uint32 header length H (big endian)
+//	uint32 payload length P (big endian)
+//	H bytes: a JSON-encoded Message
+//	P bytes: the payload (stdin or file data in requests; output or file
+//	         data in responses), raw, so binary data costs nothing extra
+//
+// A request carries a client-chosen ID and an Op; its response carries the
+// same ID. Requests are served concurrently, so responses may come back in
+// any order. Anything the helper wants to tell a person goes to stderr.
+package shim
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ProtocolVersion changes whenever a frame or message changes shape; the
+// client refuses a helper with another version.
+const ProtocolVersion = 1
+
+// Ops a client can ask for.
+const (
+	OpHello  = "hello"  // handshake: the helper reports its version and pid
+	OpExec   = "exec"   // run a command
+	OpCancel = "cancel" // kill the running exec whose ID is Target
+	OpRead   = "read"   // read a file
+	OpWrite  = "write"  // write a file
+)
+
+// Error kinds carried in Message.ErrKind, mapped to sandbox sentinels by the
+// client.
+const (
+	KindNotFound = "not_found"
+	KindInvalid  = "invalid"
+	KindOther    = "other"
+)
+
+// maxHeader and maxPayload bound a frame, so a corrupt stream fails fast
+// instead of allocating gigabytes.
+const (
+	maxHeader  = 1 << 20
+	maxPayload = 1 << 30
+)
+
+// Message is the JSON header of every frame. Requests and responses share it;
+// each op uses the fields it needs.
+type Message struct {
+	ID uint64 `json:"id"`
+	Op string `json:"op,omitempty"`
+
+	// exec requests
+	Cmd       []string `json:"cmd,omitempty"`
+	Env       []string `json:"env,omitempty"`
+	Cwd       string   `json:"cwd,omitempty"`
+	TimeoutMS int64    `json:"timeout_ms,omitempty"`
+	MaxOutput int      `json:"max_output,omitempty"`
+	Stdin     bool     `json:"stdin,omitempty"` // the payload is the command's stdin
+
+	// cancel requests
+	Target uint64 `json:"target,omitempty"`
+
+	// file requests
+	Path string `json:"path,omitempty"`
+	Mode uint32 `json:"mode,omitempty"`
+
+	// responses
+	Err         string `json:"err,omitempty"`
+	ErrKind     string `json:"err_kind,omitempty"`
+	ExitCode    int    `json:"exit_code,omitempty"`
+	TimedOut    bool   `json:"timed_out,omitempty"`
+	OutputBytes int64  `json:"output_bytes,omitempty"`
+	ElidedBytes int64  `json:"elided_bytes,omitempty"`
+	DurationNS  int64  `json:"duration_ns,omitempty"`
+
+	// hello responses
+	Version  int    `json:"version,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Workdir  string `json:"workdir,omitempty"`
+	Software string `json:"software,omitempty"`
+}
+
+// appendFrame encodes m and payload as one frame appended to buf, so that a
+// frame goes out in a single Write.
+func appendFrame(buf []byte, m *Message, payload []byte) ([]byte, error) {
+	h, err := json.Marshal(m)
+	if err != nil {
+		return buf, fmt.Errorf("shim: encode message: %w", err)
+	}
+	if len(payload) > maxPayload {
+		return buf, fmt.Errorf("shim: payload of %d bytes is over the %d limit", len(payload), maxPayload)
+	}
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(h)))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(len(payload)))
+	buf = append(buf, h...)
+	return append(buf, payload...), nil
+}
+
+// readFrame reads one frame. io.EOF means the stream ended cleanly between
+// frames.
+func readFrame(r io.Reader) (*Message, []byte, error) {
+	var lens [8]byte
+	if _, err := io.ReadFull(r, lens[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, nil, fmt.Errorf("shim: stream cut inside a frame header: %w", err)
+		}
+		return nil, nil, err
+	}
+	hl := binary.BigEndian.Uint32(lens[:4])
+	pl := binary.BigEndian.Uint32(lens[4:])
+	if hl == 0 || hl > maxHeader || pl > maxPayload {
+		return nil, nil, fmt.Errorf("shim: bad frame (header %d bytes, payload %d bytes): is something else writing to the stream?", hl, pl)
+	}
+	body := make([]byte, int(hl)+int(pl))
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, nil, fmt.Errorf("shim: stream cut inside a frame: %w", err)
+	}
+	m := new(Message)
+	if err := json.Unmarshal(body[:hl], m); err != nil {
+		return nil, nil, fmt.Errorf("shim: bad frame header: %w", err)
+	}
+	return m, body[hl:], nil
+}

@@ -1,0 +1,296 @@
+package shim
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// waitDelay is how long a finished command's output pipe stays open for
+// processes it left in the background before the result is returned anyway.
+const waitDelay = 250 * time.Millisecond
+
+// Server serves the protocol for one stream.
+type Server struct {
+	// Software names the helper in the handshake, e.g. "swerve v0.1.0".
+	Software string
+
+	wmu sync.Mutex
+	w   io.Writer
+
+	mu      sync.Mutex
+	running map[uint64]*proc // exec requests in flight, by request id
+	groups  map[int]struct{} // every process group started, killed at exit
+}
+
+type proc struct {
+	pgid     int
+	timedOut bool
+	done     bool
+}
+
+// Serve reads requests from r and answers on w until r ends or ctx is
+// cancelled. Before returning it kills every process group it started, so
+// nothing outlives the stream.
+func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
+	s.w = w
+	s.running = map[uint64]*proc{}
+	s.groups = map[int]struct{}{}
+	// As a container's PID 1, or as a child subreaper elsewhere, orphans of
+	// killed commands come to us: reap them so they don't linger as zombies.
+	if os.Getpid() == 1 || setSubreaper() == nil {
+		stop := startReaper(&s.mu, s.isRunningLocked)
+		defer stop()
+	}
+	defer s.killAll()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	br := bufio.NewReaderSize(r, 64<<10)
+	for {
+		m, payload, err := readFrame(br)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if m.Op == OpCancel {
+			s.cancel(m.Target)
+			continue
+		}
+		wg.Go(func() { s.handle(ctx, m, payload) })
+	}
+}
+
+func (s *Server) handle(ctx context.Context, m *Message, payload []byte) {
+	resp := &Message{ID: m.ID}
+	var out []byte
+	switch m.Op {
+	case OpHello:
+		resp.Version = ProtocolVersion
+		resp.PID = os.Getpid()
+		resp.Workdir, _ = os.Getwd()
+		resp.Software = s.Software
+	case OpExec:
+		out = s.exec(ctx, m, payload, resp)
+	case OpRead:
+		data, err := os.ReadFile(m.Path)
+		setErr(resp, err)
+		out = data
+	case OpWrite:
+		setErr(resp, writeFile(m.Path, payload, fs.FileMode(m.Mode)))
+	default:
+		resp.Err, resp.ErrKind = fmt.Sprintf("unknown op %q (helper speaks protocol %d)", m.Op, ProtocolVersion), KindInvalid
+	}
+	s.send(resp, out)
+}
+
+func setErr(resp *Message, err error) {
+	if err == nil {
+		return
+	}
+	resp.Err = err.Error()
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		resp.ErrKind = KindNotFound
+	default:
+		resp.ErrKind = KindOther
+	}
+}
+
+func (s *Server) send(m *Message, payload []byte) {
+	buf, err := appendFrame(nil, m, payload)
+	if err != nil {
+		buf, _ = appendFrame(nil, &Message{ID: m.ID, Err: err.Error(), ErrKind: KindOther}, nil)
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if _, err := s.w.Write(buf); err != nil {
+		fmt.Fprintf(os.Stderr, "swerve shim: write response: %v\n", err)
+	}
+}
+
+func writeFile(path string, data []byte, mode fs.FileMode) error {
+	if mode == 0 {
+		mode = 0o644
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, mode.Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode.Perm()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// exec runs one command in its own process group and fills resp.
+func (s *Server) exec(ctx context.Context, m *Message, stdin []byte, resp *Message) []byte {
+	if len(m.Cmd) == 0 {
+		resp.Err, resp.ErrKind = "exec: empty command", KindInvalid
+		return nil
+	}
+	limit := m.MaxOutput
+	if limit == 0 {
+		limit = sandbox.DefaultMaxOutput
+	}
+	out := newCappedBuffer(limit)
+	cmd := exec.Command(m.Cmd[0], m.Cmd[1:]...)
+	cmd.Dir = m.Cwd
+	if len(m.Env) > 0 {
+		cmd.Env = append(os.Environ(), m.Env...)
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	if m.Stdin {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.WaitDelay = waitDelay
+
+	start := time.Now()
+	p := &proc{}
+	s.mu.Lock() // the reaper must not see this child before it is recorded
+	err := cmd.Start()
+	if err == nil {
+		p.pgid = cmd.Process.Pid
+		s.running[m.ID] = p
+		s.groups[p.pgid] = struct{}{}
+	}
+	s.mu.Unlock()
+	if err != nil {
+		resp.ExitCode = startFailureCode(err)
+		fmt.Fprintf(out, "%s: %v\n", m.Cmd[0], unwrapExecErr(err))
+		o, total, _ := out.Result()
+		resp.OutputBytes = total
+		return o
+	}
+
+	var timer *time.Timer
+	if m.TimeoutMS > 0 {
+		timer = time.AfterFunc(time.Duration(m.TimeoutMS)*time.Millisecond, func() {
+			s.mu.Lock()
+			p.timedOut = !p.done
+			s.mu.Unlock()
+			killTree(p.pgid)
+		})
+	}
+	stop := context.AfterFunc(ctx, func() { killTree(p.pgid) })
+	werr := cmd.Wait()
+	stop()
+	if timer != nil {
+		timer.Stop()
+	}
+	s.mu.Lock()
+	p.done = true
+	timedOut := p.timedOut
+	delete(s.running, m.ID)
+	s.mu.Unlock()
+	if timedOut {
+		// Whatever the timed-out command started must be gone too, even
+		// when its leader exited before the kill.
+		killTree(p.pgid)
+	}
+
+	resp.DurationNS = time.Since(start).Nanoseconds()
+	resp.ExitCode = exitCode(cmd.ProcessState, werr)
+	if timedOut {
+		resp.TimedOut = true
+		resp.ExitCode = sandbox.TimeoutExitCode
+	}
+	o, total, elided := out.Result()
+	resp.OutputBytes, resp.ElidedBytes = total, elided
+	return o
+}
+
+// isRunningLocked reports whether pid is a command this server started and
+// has not yet waited for. s.mu must be held.
+func (s *Server) isRunningLocked(pid int) bool {
+	for _, p := range s.running {
+		if p.pgid == pid {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) cancel(id uint64) {
+	s.mu.Lock()
+	p := s.running[id]
+	s.mu.Unlock()
+	if p != nil {
+		killTree(p.pgid)
+	}
+}
+
+// killAll kills every process group this server started.
+func (s *Server) killAll() {
+	s.mu.Lock()
+	groups := make([]int, 0, len(s.groups))
+	for g := range s.groups {
+		groups = append(groups, g)
+	}
+	s.mu.Unlock()
+	for _, g := range groups {
+		killTree(g)
+	}
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	if c := ps.ExitCode(); c >= 0 {
+		return c
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// startFailureCode maps a failure to start a command to the code a shell
+// would give: 127 for not found, 126 for not executable.
+func startFailureCode(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return 127
+	default:
+		return 126
+	}
+}
+
+func unwrapExecErr(err error) error {
+	if ee, ok := errors.AsType[*exec.Error](err); ok {
+		return ee.Err
+	}
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		return pe.Err
+	}
+	return err
+}
