@@ -99,9 +99,13 @@ func (c *Client) streamErr() error {
 	return fmt.Errorf("%w: %w", sandbox.ErrClosed, err)
 }
 
-// call sends a request and waits for its reply. On ctx cancellation it sends
-// onCancel (if any) and returns at once.
+// call sends a request and waits for its reply. On ctx cancellation it
+// returns at once, first asking the helper to kill the command when
+// cancelRunning is set.
 func (c *Client) call(ctx context.Context, m *Message, payload []byte, cancelRunning bool) (*Message, []byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // never start what the caller already gave up on
+	}
 	ch := make(chan reply, 1)
 	c.mu.Lock()
 	if c.err != nil {

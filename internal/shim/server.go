@@ -54,12 +54,15 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		stop := startReaper(&s.mu, s.isRunningLocked)
 		defer stop()
 	}
-	defer s.killAll()
-
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	var wg sync.WaitGroup
-	defer wg.Wait()
+	// When the stream ends, nothing may outlive it: kill what runs (the
+	// cancelled ctx kills in-flight commands), then wait for the handlers.
+	defer func() {
+		cancel()
+		s.killAll()
+		wg.Wait()
+	}()
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		m, payload, err := readFrame(br)

@@ -32,6 +32,10 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if spec.Image == "" {
 		return nil, fmt.Errorf("docker: open: no image given")
 	}
+	shimPath, err := b.shimBinary()
+	if err != nil {
+		return nil, err
+	}
 	if err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress); err != nil {
 		return nil, err
 	}
@@ -54,7 +58,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		hc.Resources.PidsLimit = &pids
 	}
 	if !b.copyShim {
-		hc.Binds = []string{b.shim + ":" + shim.InBoxPath + ":ro"}
+		hc.Binds = []string{shimPath + ":" + shim.InBoxPath + ":ro"}
 	}
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
@@ -83,7 +87,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		}
 	}()
 	if b.copyShim {
-		if err := b.copyShimInto(ctx, created.ID); err != nil {
+		if err := b.copyShimInto(ctx, created.ID, shimPath); err != nil {
 			return nil, err
 		}
 	}
@@ -113,8 +117,8 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 
 // copyShimInto puts the helper binary into a created container, for engines
 // that cannot bind-mount a path of this machine.
-func (b *Backend) copyShimInto(ctx context.Context, id string) error {
-	data, err := os.ReadFile(b.shim)
+func (b *Backend) copyShimInto(ctx context.Context, id, shimPath string) error {
+	data, err := os.ReadFile(shimPath)
 	if err != nil {
 		return fmt.Errorf("docker: read helper: %w", err)
 	}
@@ -198,6 +202,14 @@ func (b *Box) Close(ctx context.Context) error {
 			b.client.Shutdown()
 		}
 		if b.conn != nil {
+			// End of stdin makes the helper kill what it started and exit;
+			// removing an exited container is cheaper than killing one.
+			_ = b.conn.CloseWrite()
+			select {
+			case <-b.client.Done():
+			case <-time.After(2 * time.Second):
+			case <-ctx.Done():
+			}
 			b.conn.Close()
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -72,7 +73,10 @@ type Config struct {
 type Backend struct {
 	cli      *client.Client
 	host     string
+	shimPath string // as configured; resolved on first Open
+	shimOnce sync.Once
 	shim     string
+	shimErr  error
 	copyShim bool
 	runID    string
 	labels   map[string]string
@@ -110,10 +114,6 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin, err := shim.Binary(cfg.ShimPath)
-	if err != nil {
-		return nil, err
-	}
 	mode := cfg.ShimMode
 	if mode == "" {
 		mode = os.Getenv("SWERVE_DOCKER_SHIM")
@@ -136,7 +136,7 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 	return &Backend{
 		cli:      cli,
 		host:     cli.DaemonHost(),
-		shim:     bin,
+		shimPath: cfg.ShimPath,
 		copyShim: copyShim,
 		runID:    runID,
 		labels: map[string]string{
@@ -146,6 +146,12 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 			LabelOwnerHost: hostname,
 		},
 	}, nil
+}
+
+// shimBinary resolves (once) the helper binary to run in containers.
+func (b *Backend) shimBinary() (string, error) {
+	b.shimOnce.Do(func() { b.shim, b.shimErr = shim.Binary(b.shimPath) })
+	return b.shim, b.shimErr
 }
 
 // Client exposes the engine client, for tools that need more than boxes.

@@ -82,6 +82,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		if err := copyTree(spec.Image, work); err != nil {
 			return nil, fmt.Errorf("local: copy %s: %w", spec.Image, err)
 		}
+		if err := gitInit(ctx, work); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
 	} else if err := os.Mkdir(work, 0o755); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
@@ -264,4 +267,29 @@ func processesUnder(dir string) []int {
 		}
 	}
 	return pids
+}
+
+// gitInit makes dir a git repository with everything committed, unless it
+// already is one, so the box looks like a task image: the repository at its
+// base commit with a clean status, from which a patch can be taken.
+func gitInit(ctx context.Context, dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
+		return nil
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		return nil // a plain directory, then
+	}
+	for _, args := range [][]string{
+		{"init", "-q"},
+		{"add", "-A"},
+		{"-c", "user.name=swerve", "-c", "user.email=swerve@localhost", "commit", "-q", "--allow-empty", "--no-verify", "-m", "swerve: task source"},
+	} {
+		cmd := exec.CommandContext(ctx, "git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s in %s: %w: %s", args[0], dir, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/spf13/pflag"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// boxFlags are the flags of commands that open a task's box.
+type boxFlags struct {
+	Backend string
+	Pull    string
+	Network string
+	Image   string
+	Source  string
+	Workdir string
+	CPUs    float64
+	Memory  int64
+	PIDs    int64
+}
+
+func (f *boxFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+fmt.Sprint(sandbox.Names()))
+	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
+	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
+	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
+	fs.StringVar(&f.Source, "source", "", "local backend: host directory to copy as the repository (default: the task's source_dir)")
+	fs.StringVar(&f.Workdir, "workdir", "", "working directory in the box (default: the image's)")
+	fs.Float64Var(&f.CPUs, "cpus", 0, "CPU limit (0: none)")
+	fs.Int64Var(&f.Memory, "memory_mb", 0, "memory limit in MiB (0: none)")
+	fs.Int64Var(&f.PIDs, "pids", 0, "process limit (0: none)")
+}
+
+// open starts a box for t on the chosen backend. Notes about the choice go
+// to stderr.
+func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
+	backend := f.Backend
+	if (backend == "" || backend == "auto") && t.Image == "" && f.Image == "" && (t.SourceDir != "" || f.Source != "") {
+		backend = "local" // nothing to start a container from, but a directory to copy
+	}
+	name, skipped, err := sandbox.Resolve(ctx, backend)
+	if err != nil {
+		return nil, "", err
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "swerve: backend %s\n", s)
+	}
+	b, err := sandbox.New(ctx, name, sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid())})
+	if err != nil {
+		return nil, "", err
+	}
+	spec := sandbox.Spec{
+		Image:        f.Image,
+		Workdir:      f.Workdir,
+		Network:      f.Network,
+		Pull:         f.Pull,
+		PullProgress: stderr,
+		Limits:       sandbox.Limits{CPUs: f.CPUs, MemoryMiB: f.Memory, PIDs: f.PIDs},
+		Labels:       map[string]string{docker.LabelTask: t.InstanceID},
+	}
+	if name == "local" {
+		spec.Image = f.Source
+		if spec.Image == "" {
+			spec.Image = t.SourceDir
+		}
+		if spec.Image == "" {
+			return nil, "", fmt.Errorf("task %s: source_dir: the local backend needs a host directory to copy as the repository; the task has none (pass --source DIR, or use a container backend)", t.InstanceID)
+		}
+	} else if spec.Image == "" {
+		spec.Image = t.Image
+		if spec.Image == "" {
+			return nil, "", fmt.Errorf("task %s: image: the task names no image (pass --image)", t.InstanceID)
+		}
+	}
+	box, err := b.Open(ctx, spec)
+	if err != nil {
+		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	return box, name, nil
+}
+
+// oneTask loads the dataset and picks the task named by --instance_id.
+func oneTask(df *datasetFlags, load func() ([]task.Task, error)) (task.Task, error) {
+	if len(df.InstanceIDs) != 1 {
+		return task.Task{}, fmt.Errorf("--instance_id: name exactly one task (got %d)", len(df.InstanceIDs))
+	}
+	tasks, err := load()
+	if err != nil {
+		return task.Task{}, err
+	}
+	for _, t := range tasks {
+		if t.InstanceID == df.InstanceIDs[0] {
+			return t, nil
+		}
+	}
+	return task.Task{}, fmt.Errorf("--instance_id: no task %q in %s", df.InstanceIDs[0], df.Dataset)
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
+	"github.com/swerve-dev/swerve/internal/sandbox/local"
+)
+
+func init() { register(newGCCmd) }
+
+// gcItem is one thing gc found, for --json.
+type gcItem struct {
+	Backend string `json:"backend"`
+	ID      string `json:"id"`
+	Image   string `json:"image,omitempty"`
+	RunID   string `json:"run,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Removed bool   `json:"removed"`
+	Error   string `json:"error,omitempty"`
+}
+
+func newGCCmd() *cobra.Command {
+	var all, dryRun, asJSON bool
+	var run string
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove the boxes a killed swerve left behind",
+		Long: `gc finds swerve's containers (by their swerve.* labels) and local box
+directories whose owning swerve process is gone, removes them, and says what
+it removed. Boxes of swerve processes that still run are left alone unless
+--all is given.`,
+		Example: `  swerve gc
+  swerve gc --dry-run
+  swerve gc --run my_run --all --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			var items []gcItem
+			out := cmd.OutOrStdout()
+			if err := docker.Probe(ctx); err != nil {
+				cmd.PrintErrf("swerve gc: skipping containers: %v\n", err)
+			} else {
+				b, err := docker.New(ctx, docker.Config{})
+				if err != nil {
+					return err
+				}
+				left, err := b.Leftovers(ctx, docker.LeftoverOptions{All: all, RunID: run})
+				if err != nil {
+					return err
+				}
+				for _, l := range left {
+					it := gcItem{Backend: docker.Name, ID: l.ID[:12], Image: l.Image, RunID: l.RunID, Task: l.Task}
+					if !dryRun {
+						if err := b.Remove(ctx, l.ID); err != nil {
+							it.Error = err.Error()
+						} else {
+							it.Removed = true
+						}
+					}
+					items = append(items, it)
+				}
+			}
+			left, err := local.Leftovers(ctx, "", all)
+			if err != nil {
+				return err
+			}
+			for _, l := range left {
+				if run != "" && l.RunID != run {
+					continue
+				}
+				it := gcItem{Backend: local.Name, ID: l.Dir, RunID: l.RunID}
+				if !dryRun {
+					if err := l.Remove(); err != nil {
+						it.Error = err.Error()
+					} else {
+						it.Removed = true
+					}
+				}
+				items = append(items, it)
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				for _, it := range items {
+					if err := enc.Encode(it); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			failed := 0
+			for _, it := range items {
+				verb := "removed"
+				switch {
+				case it.Error != "":
+					verb, failed = "FAILED", failed+1
+				case dryRun:
+					verb = "would remove"
+				}
+				fmt.Fprintf(out, "%-12s %-6s %s  run=%s task=%s image=%s %s\n", verb, it.Backend, it.ID, it.RunID, it.Task, it.Image, it.Error)
+			}
+			if len(items) == 0 {
+				fmt.Fprintln(out, "nothing to remove")
+			}
+			if failed > 0 {
+				return fmt.Errorf("gc: %d of %d could not be removed", failed, len(items))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "also remove boxes whose swerve process still runs")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
+	cmd.Flags().StringVar(&run, "run", "", "only boxes of this run id")
+	return cmd
+}

@@ -1,0 +1,154 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/moby/moby/client"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/sandbox/sandboxtest"
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// leaks lists every container of the run, whatever its state: once a box is
+// closed nothing of it may remain.
+func leaks(b *Backend) func(context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		left, err := b.Leftovers(ctx, LeftoverOptions{All: true, RunID: b.runID})
+		if err != nil {
+			return nil, err
+		}
+		var out []string
+		for _, l := range left {
+			out = append(out, fmt.Sprintf("container %s (%s, %s)", short(l.ID), l.Image, l.State))
+		}
+		return out, nil
+	}
+}
+
+func conformance(t *testing.T, b *Backend, image string) {
+	sandboxtest.Run(t, sandboxtest.Harness{
+		Backend: b,
+		Spec: func(testing.TB) sandbox.Spec {
+			return sandbox.Spec{Image: image, Pull: sandbox.PullNever, Limits: sandbox.Limits{PIDs: 512, MemoryMiB: 1024}}
+		},
+		Leaks: leaks(b),
+	})
+}
+
+func TestConformance(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-conformance-%d", os.Getpid()))
+	conformance(t, b, testutil.TestImage())
+}
+
+// TestConformancePodman runs the same suite against Podman's Docker-
+// compatible socket, named by SWERVE_PODMAN_HOST (CI starts one; see
+// scripts/podman-service.sh). The test image must be loaded into Podman.
+func TestConformancePodman(t *testing.T) {
+	host := os.Getenv("SWERVE_PODMAN_HOST")
+	if host == "" {
+		t.Skip("SWERVE_PODMAN_HOST not set (scripts/podman-service.sh starts Podman's API socket)")
+	}
+	ctx := context.Background()
+	b, err := New(ctx, Config{Host: host, Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-podman-%d", os.Getpid())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ping(ctx, b.cli); err != nil {
+		t.Fatal(err)
+	}
+	img := "localhost/" + testutil.TestImage()
+	if _, err := b.cli.ImageInspect(ctx, img); err != nil {
+		t.Fatalf("podman has no %s (load it: docker save %s | podman load): %v", img, testutil.TestImage(), err)
+	}
+	conformance(t, b, img)
+}
+
+func TestOpenMissingImagePullNever(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-missing-%d", os.Getpid()))
+	_, err := b.Open(context.Background(), sandbox.Spec{Image: "swerve-no-such-image:never", Pull: sandbox.PullNever})
+	if !errors.Is(err, sandbox.ErrNotFound) || !strings.Contains(err.Error(), "swerve-no-such-image:never") || !strings.Contains(err.Error(), "docker build") {
+		t.Fatalf("Open of a missing image with --pull never: %v; want ErrNotFound naming the image and how to get it", err)
+	}
+	if left, _ := leaks(b)(context.Background()); len(left) > 0 {
+		t.Errorf("failed Open left %v", left)
+	}
+}
+
+func TestOpenSetsLabelsLimitsNetwork(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-labels-%d", os.Getpid()))
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{
+		Image:  testutil.TestImage(),
+		Labels: map[string]string{LabelTask: "demo__task-1"},
+		Limits: sandbox.Limits{CPUs: 1.5, MemoryMiB: 256, PIDs: 64},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	insp, err := b.cli.ContainerInspect(ctx, box.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := insp.Container
+	if c.Config.Labels[LabelTask] != "demo__task-1" || c.Config.Labels[LabelRun] != b.runID || c.Config.Labels[LabelManaged] != "true" || c.Config.Labels[LabelOwnerPID] != fmt.Sprint(os.Getpid()) {
+		t.Errorf("labels = %v", c.Config.Labels)
+	}
+	hc := c.HostConfig
+	if hc.NanoCPUs != 1.5e9 || hc.Memory != 256<<20 || hc.PidsLimit == nil || *hc.PidsLimit != 64 {
+		t.Errorf("limits: cpus %d, memory %d, pids %v", hc.NanoCPUs, hc.Memory, hc.PidsLimit)
+	}
+	if hc.NetworkMode != "none" {
+		t.Errorf("network mode %q, want none by default", hc.NetworkMode)
+	}
+	// No network interface but loopback inside.
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("ls /sys/class/net")})
+	if err != nil || strings.TrimSpace(string(res.Output)) != "lo" {
+		t.Errorf("interfaces in a network-none box: %q, %v", res.Output, err)
+	}
+}
+
+func TestShimCopyMode(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-copy-%d", os.Getpid()))
+	b.copyShim = true
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("echo copied; grep -c ' /.swerve' /proc/mounts")})
+	if err != nil || !strings.HasPrefix(string(res.Output), "copied\n0") {
+		t.Errorf("copy mode: %q, %v (want the helper copied in, not mounted)", res.Output, err)
+	}
+}
+
+func TestGCRemovesDeadOwnersContainers(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-gc-%d", os.Getpid()))
+	ctx := context.Background()
+	// A box whose owner looks dead: as if swerve had been killed -9.
+	b.labels[LabelOwnerPID] = "4194305" // above pid_max: never alive
+	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := b.Leftovers(ctx, LeftoverOptions{RunID: b.runID})
+	if err != nil || len(left) != 1 || left[0].ID != box.ID() {
+		t.Fatalf("Leftovers = %+v, %v; want the dead owner's box", left, err)
+	}
+	if err := b.Remove(ctx, left[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := box.Close(ctx); err != nil {
+		t.Errorf("Close after gc removed the container: %v (want nil: already gone)", err)
+	}
+	if l, _ := leaks(b)(ctx); len(l) > 0 {
+		t.Errorf("left after gc: %v", l)
+	}
+}

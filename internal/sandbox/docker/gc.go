@@ -1,0 +1,80 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/moby/moby/client"
+)
+
+// Leftover is a container found by Leftovers.
+type Leftover struct {
+	ID       string
+	Name     string
+	Image    string
+	State    string
+	RunID    string
+	Task     string
+	OwnerPID int
+	Owner    string // host that made it
+}
+
+// LeftoverOptions selects what Leftovers reports.
+type LeftoverOptions struct {
+	// All lists every swerve container, including those whose owner process
+	// on this host still runs.
+	All bool
+	// RunID, if set, lists only that run's containers.
+	RunID string
+}
+
+// Leftovers lists containers that swerve made and whose owner is gone: the
+// process that made them has exited on this host. Containers made on other
+// hosts are listed only with All.
+func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftover, error) {
+	f := make(client.Filters).Add("label", LabelManaged+"=true")
+	if opts.RunID != "" {
+		f = f.Add("label", LabelRun+"="+opts.RunID)
+	}
+	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list containers: %w", classify(err))
+	}
+	host, _ := os.Hostname()
+	var out []Leftover
+	for _, c := range res.Items {
+		l := Leftover{
+			ID:    c.ID,
+			Image: c.Image,
+			State: string(c.State),
+			RunID: c.Labels[LabelRun],
+			Task:  c.Labels[LabelTask],
+			Owner: c.Labels[LabelOwnerHost],
+		}
+		if len(c.Names) > 0 {
+			l.Name = c.Names[0]
+		}
+		l.OwnerPID, _ = strconv.Atoi(c.Labels[LabelOwnerPID])
+		if !opts.All {
+			if l.Owner != host {
+				continue
+			}
+			if l.OwnerPID > 0 && syscall.Kill(l.OwnerPID, 0) != syscall.ESRCH {
+				continue // its owner still runs
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Remove force-removes a leftover container.
+func (b *Backend) Remove(ctx context.Context, id string) error {
+	if _, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
+		return fmt.Errorf("docker: remove %s: %w", short(id), classify(err))
+	}
+	return nil
+}

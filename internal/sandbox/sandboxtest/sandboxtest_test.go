@@ -1,0 +1,316 @@
+package sandboxtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// TestSuite runs the suite against fakeBackend, a bare host-process backend
+// built on os/exec, to show that the suite compiles, that a correct backend
+// passes it, and that its expectations are consistent.
+func TestSuite(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the fake backend needs Linux process groups and /proc")
+	}
+	for _, tool := range []string{"bash", "python3"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not found: %v", tool, err)
+		}
+	}
+	b := &fakeBackend{base: t.TempDir(), token: fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())}
+	Run(t, Harness{
+		Backend: b,
+		Spec:    func(testing.TB) sandbox.Spec { return sandbox.Spec{} },
+		Leaks:   b.leaks,
+	})
+}
+
+// fakeBackend runs each box as a temp directory on the host. Every process
+// it starts carries SANDBOXTEST_FAKE=<token> in its environment, which is
+// how leaks finds those that outlived their box.
+type fakeBackend struct {
+	base, token string
+}
+
+func (b *fakeBackend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(b.base, "box-")
+	if err != nil {
+		return nil, err
+	}
+	box := &fakeBox{dir: dir, wd: dir, running: map[int]bool{}, done: make(chan struct{})}
+	if spec.Workdir != "" {
+		box.wd = box.abs(spec.Workdir)
+	}
+	box.marker = "SANDBOXTEST_FAKE_BOX=" + dir
+	// HOME is the box's own, so that the host's ~/.bashrc (which a login
+	// shell may read) does not run in every box.
+	box.env = slices.Concat(os.Environ(), []string{"HOME=" + dir, "SANDBOXTEST_FAKE=" + b.token, box.marker}, spec.Env)
+	return box, nil
+}
+
+func (b *fakeBackend) leaks(context.Context) ([]string, error) {
+	var out []string
+	dirs, err := os.ReadDir(b.base)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range dirs {
+		out = append(out, "directory "+filepath.Join(b.base, d.Name()))
+	}
+	for _, pid := range processesWith("SANDBOXTEST_FAKE=" + b.token) {
+		cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		out = append(out, fmt.Sprintf("process %d: %s", pid, bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '})))
+	}
+	return out, nil
+}
+
+// processesWith lists the processes whose environment holds the entry env.
+// Zombies have no environment and are not listed.
+func processesWith(env string) []int {
+	var pids []int
+	procs, _ := filepath.Glob("/proc/[0-9]*/environ")
+	marker := []byte(env + "\x00")
+	for _, p := range procs {
+		data, err := os.ReadFile(p)
+		if err == nil && (bytes.HasPrefix(data, marker) || bytes.Contains(data, append([]byte{0}, marker...))) {
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(p)), "%d", &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+type fakeBox struct {
+	dir, wd string
+	env     []string
+	marker  string // in the environment of every process of the box
+
+	mu      sync.Mutex
+	closed  bool
+	running map[int]bool // process groups of the Execs under way
+	done    chan struct{}
+}
+
+func (x *fakeBox) ID() string { return x.dir }
+
+func (x *fakeBox) abs(path string) string {
+	if filepath.IsAbs(path) {
+		return path
+	}
+	return filepath.Join(x.wd, path)
+}
+
+func (x *fakeBox) check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.closed {
+		return sandbox.ErrClosed
+	}
+	return nil
+}
+
+func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	if err := x.check(ctx); err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	if len(req.Cmd) == 0 {
+		return sandbox.ExecResult{}, errors.New("fake: empty command")
+	}
+	limit := req.MaxOutput
+	if limit == 0 {
+		limit = sandbox.DefaultMaxOutput
+	}
+	out := &headTail{max: limit}
+	cmd := exec.Command(req.Cmd[0], req.Cmd[1:]...)
+	cmd.Dir = x.abs(req.Cwd)
+	cmd.Env = slices.Concat(x.env, req.Env)
+	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, write order kept
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Stop waiting for background processes that hold the output pipe open.
+	// Not much shorter: when WaitDelay runs out, os/exec closes the pipe and
+	// drops what it holds, and under load (the parallel test: 50 login
+	// shells on two CPUs) 200ms lost the output of plain "echo ok".
+	cmd.WaitDelay = 2 * time.Second
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(out, "%s: command not found\n", req.Cmd[0])
+			return out.result(127, time.Since(start)), nil
+		}
+		return sandbox.ExecResult{}, err
+	}
+	pgid := cmd.Process.Pid
+	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	x.mu.Lock()
+	x.running[pgid] = true
+	closed := x.closed
+	x.mu.Unlock()
+	if closed {
+		kill()
+	}
+	waited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		// Forget the group before its leader's pid can be reused.
+		x.mu.Lock()
+		delete(x.running, pgid)
+		x.mu.Unlock()
+		waited <- err
+	}()
+
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		timer := time.NewTimer(req.Timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
+	select {
+	case <-waited:
+		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+		code := ws.ExitStatus()
+		if ws.Signaled() {
+			code = 128 + int(ws.Signal())
+		}
+		return out.result(code, time.Since(start)), nil
+	case <-timeout:
+		kill()
+		<-waited
+		res := out.result(sandbox.TimeoutExitCode, time.Since(start))
+		res.TimedOut = true
+		return res, nil
+	case <-ctx.Done():
+		kill()
+		<-waited
+		return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", ctx.Err())
+	case <-x.done:
+		kill()
+		<-waited
+		return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", sandbox.ErrClosed)
+	}
+}
+
+func (x *fakeBox) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
+	if err := x.check(ctx); err != nil {
+		return err
+	}
+	p := x.abs(path)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(p, data, mode); err != nil {
+		return err
+	}
+	return os.Chmod(p, mode)
+}
+
+func (x *fakeBox) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	if err := x.check(ctx); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(x.abs(path))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
+	}
+	return data, err
+}
+
+func (x *fakeBox) Close(context.Context) error {
+	x.mu.Lock()
+	if x.closed {
+		x.mu.Unlock()
+		return nil
+	}
+	x.closed = true
+	close(x.done)
+	for pgid := range x.running {
+		syscall.Kill(-pgid, syscall.SIGKILL)
+	}
+	x.mu.Unlock()
+	// Whatever left its group (or outlived a finished command) still has
+	// the box's marker in its environment.
+	for range 3 {
+		for _, pid := range processesWith(x.marker) {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	return os.RemoveAll(x.dir)
+}
+
+// headTail keeps the first and last max/2 bytes written to it; max < 0
+// keeps everything.
+type headTail struct {
+	max        int
+	head, tail []byte
+	total      int64
+}
+
+func (h *headTail) Write(p []byte) (int, error) {
+	h.total += int64(len(p))
+	if h.max < 0 {
+		h.head = append(h.head, p...)
+		return len(p), nil
+	}
+	n := len(p)
+	if room := h.max/2 - len(h.head); room > 0 {
+		k := min(room, len(p))
+		h.head, p = append(h.head, p[:k]...), p[k:]
+	}
+	h.tail = append(h.tail, p...)
+	if keep := h.max - h.max/2; len(h.tail) > 2*keep+4096 {
+		h.tail = slices.Clone(h.tail[len(h.tail)-keep:])
+	}
+	return n, nil
+}
+
+func (h *headTail) result(code int, d time.Duration) sandbox.ExecResult {
+	tail := h.tail
+	if keep := h.max - h.max/2; h.max >= 0 && len(tail) > keep {
+		tail = tail[len(tail)-keep:]
+	}
+	res := sandbox.ExecResult{ExitCode: code, OutputBytes: h.total, Duration: d}
+	res.ElidedBytes = h.total - int64(len(h.head)+len(tail))
+	res.Output = slices.Concat(h.head, tail)
+	if res.ElidedBytes > 0 {
+		res.Output = slices.Concat(h.head, fmt.Appendf(nil, "\n[... %d bytes elided ...]\n", res.ElidedBytes), tail)
+	}
+	return res
+}
+
+// TestHelpers checks the suite's own helpers against the fake directly.
+func TestHelpers(t *testing.T) {
+	if got := bigOutput(1000); len(got) != 1000 || !strings.HasPrefix(string(got), "HEAD-MARK\n") || !strings.HasSuffix(string(got), "TAIL-MARK\n") {
+		t.Errorf("bigOutput(1000) = %d bytes %s, want 1000 bytes from HEAD-MARK to TAIL-MARK", len(got), clip(got))
+	}
+	h := &headTail{max: 10}
+	h.Write([]byte("0123456789abcdef"))
+	res := h.result(0, time.Second)
+	if res.OutputBytes != 16 || res.ElidedBytes != 6 || !bytes.HasPrefix(res.Output, []byte("01234")) || !bytes.HasSuffix(res.Output, []byte("bcdef")) {
+		t.Errorf("headTail(10) of 16 bytes = %s", showRes(res))
+	}
+}

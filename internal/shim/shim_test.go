@@ -1,0 +1,210 @@
+package shim
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+func TestFrameRoundTrip(t *testing.T) {
+	payload := make([]byte, 256)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	in := &Message{ID: 7, Op: OpExec, Cmd: []string{"echo", "hi"}, TimeoutMS: 1500, Stdin: true}
+	buf, err := appendFrame(nil, in, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, got, err := readFrame(bytes.NewReader(buf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.ID != 7 || out.Op != OpExec || strings.Join(out.Cmd, " ") != "echo hi" || out.TimeoutMS != 1500 || !out.Stdin {
+		t.Errorf("message changed in transit: %+v", out)
+	}
+	if !bytes.Equal(got, payload) {
+		t.Errorf("payload changed in transit")
+	}
+}
+
+func TestReadFrameErrors(t *testing.T) {
+	good, _ := appendFrame(nil, &Message{ID: 1, Op: OpHello}, []byte("abc"))
+	tests := []struct {
+		name string
+		in   []byte
+		want string
+	}{
+		{"empty stream", nil, "EOF"},
+		{"cut header", good[:5], "inside a frame header"},
+		{"cut body", good[:len(good)-1], "inside a frame"},
+		{"zero header", []byte{0, 0, 0, 0, 0, 0, 0, 0}, "bad frame"},
+		{"huge header", []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0}, "bad frame"},
+		{"text on the stream", []byte("hello world\n"), "bad frame"},
+		{"bad json", append([]byte{0, 0, 0, 2, 0, 0, 0, 0}, '{', 'x'), "bad frame header"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, err := readFrame(bytes.NewReader(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("readFrame = %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCappedBuffer(t *testing.T) {
+	tests := []struct {
+		name       string
+		limit      int
+		writes     []string
+		want       string
+		wantElided int64
+	}{
+		{"under cap", 10, []string{"abc", "de"}, "abcde", 0},
+		{"exactly cap", 6, []string{"abcdef"}, "abcdef", 0},
+		{"one big write", 6, []string{"0123456789"}, "012\n[... 4 bytes of output elided ...]\n789", 4},
+		{"many small writes wrap the tail", 6, []string{"01", "23", "45", "67", "89", "ab"}, "012\n[... 6 bytes of output elided ...]\n9ab", 6},
+		{"uncapped", -1, []string{"0123456789", "abc"}, "0123456789abc", 0},
+		{"cap of one", 1, []string{"xyz"}, "\n[... 2 bytes of output elided ...]\nz", 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newCappedBuffer(tt.limit)
+			var total int64
+			for _, w := range tt.writes {
+				b.Write([]byte(w))
+				total += int64(len(w))
+			}
+			got, gotTotal, elided := b.Result()
+			if string(got) != tt.want || gotTotal != total || elided != tt.wantElided {
+				t.Errorf("Result() = %q, %d, %d; want %q, %d, %d", got, gotTotal, elided, tt.want, total, tt.wantElided)
+			}
+		})
+	}
+}
+
+// pair runs a server and a client connected by pipes, in this process.
+func pair(t testing.TB) *Client {
+	t.Helper()
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	s := &Server{Software: "test"}
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), reqR, respW); respW.Close() }()
+	c := NewClient(respR, reqW)
+	t.Cleanup(func() {
+		reqW.Close()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	if _, err := c.Hello(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestClientServer(t *testing.T) {
+	c := pair(t)
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	res, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", "echo out; echo err >&2; exit 4"}, Cwd: dir})
+	if err != nil || res.ExitCode != 4 || string(res.Output) != "out\nerr\n" {
+		t.Errorf("exec = %+v (%q), %v; want exit 4 and merged output", res, res.Output, err)
+	}
+	res, err = c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"cat"}, Stdin: []byte("in\x00put")})
+	if err != nil || string(res.Output) != "in\x00put" {
+		t.Errorf("stdin: got %q, %v", res.Output, err)
+	}
+	res, err = c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", "echo $A$B"}, Env: []string{"A=1", "B=2"}})
+	if err != nil || string(res.Output) != "12\n" {
+		t.Errorf("env: got %q, %v", res.Output, err)
+	}
+
+	p := filepath.Join(dir, "sub", "f.bin")
+	data := []byte{0, 1, 2, 255}
+	if err := c.WriteFile(ctx, p, data, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o750 {
+		t.Errorf("mode after WriteFile: %v, %v; want 0750", fi.Mode(), err)
+	}
+	got, err := c.ReadFile(ctx, p)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Errorf("ReadFile = %v, %v; want %v", got, err, data)
+	}
+	if _, err := c.ReadFile(ctx, filepath.Join(dir, "missing")); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("ReadFile of a missing file: %v, want ErrNotFound", err)
+	}
+
+	start := time.Now()
+	res, err = c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", "echo before; sleep 30"}, Timeout: 200 * time.Millisecond})
+	if err != nil || !res.TimedOut || res.ExitCode != sandbox.TimeoutExitCode || string(res.Output) != "before\n" {
+		t.Errorf("timeout: %+v (%q), %v", res, res.Output, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("timed-out exec took %v", d)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.Exec(cctx, sandbox.ExecRequest{Cmd: []string{"sleep", "30"}}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("cancelled exec: %v, want context.DeadlineExceeded", err)
+	}
+}
+
+func TestClientAfterShutdown(t *testing.T) {
+	c := pair(t)
+	c.Shutdown()
+	if _, err := c.Exec(context.Background(), sandbox.ExecRequest{Cmd: []string{"true"}}); !errors.Is(err, sandbox.ErrClosed) {
+		t.Errorf("exec after Shutdown: %v, want ErrClosed", err)
+	}
+}
+
+func TestServerRejectsUnknownOp(t *testing.T) {
+	c := pair(t)
+	m, _, err := c.call(context.Background(), &Message{Op: "teleport"}, nil, false)
+	if err != nil || m.ErrKind != KindInvalid || !strings.Contains(m.Err, "teleport") {
+		t.Errorf("unknown op: %+v, %v", m, err)
+	}
+}
+
+func TestCheckStatic(t *testing.T) {
+	if err := CheckStatic("/bin/sh"); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("CheckStatic(/bin/sh) = %v, want the dynamically-linked error", err)
+	}
+	if err := CheckStatic("/etc/hostname"); err == nil {
+		t.Error("CheckStatic of a text file succeeded")
+	}
+}
+
+// BenchmarkRoundTrip measures the protocol with no container in between
+// (in-process pipes), against a bare fork+exec of the same command.
+func BenchmarkRoundTrip(b *testing.B) {
+	c := pair(b)
+	ctx := context.Background()
+	b.Run("shim-pipe", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"true"}}); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+	})
+	b.Run("read-file", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := c.ReadFile(ctx, "/etc/hostname"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,0 +1,215 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Format names the container a dataset was read from.
+type Format string
+
+// The formats Load reads.
+const (
+	FormatParquet    Format = "parquet"
+	FormatJSON       Format = "json"   // a JSON list of rows
+	FormatJSONObject Format = "object" // one JSON object, one row
+	FormatJSONL      Format = "jsonl"
+	FormatHarbor     Format = "harbor" // a task directory or a directory of them
+)
+
+// LoadOptions tune Load.
+type LoadOptions struct {
+	// SkipInvalid leaves bad rows out (listing them in LoadResult.Skipped)
+	// instead of failing.
+	SkipInvalid bool
+}
+
+// LoadResult is what Load read.
+type LoadResult struct {
+	// Path is the dataset path as given.
+	Path   string
+	Format Format
+	// Dialect is the dialect the file was recognised as.
+	Dialect Dialect
+	// Tasks are the valid rows in file order.
+	Tasks []Task
+	// Skipped lists the rows left out under SkipInvalid, in file order.
+	Skipped []RowError
+}
+
+// row is one undecoded dataset row.
+type row struct {
+	index int
+	line  int
+	raw   json.RawMessage            // the row as a JSON object
+	m     map[string]json.RawMessage // its fields; nil when err is set
+	// native holds the values as Go values when the reader has them.
+	native map[string]any
+	err    *RowError // the row could not even be decoded
+}
+
+// Load reads the dataset at path: a parquet, JSON, single-object JSON or JSONL
+// file, a Harbor task directory, or a directory of Harbor tasks.
+func Load(ctx context.Context, path string, opts LoadOptions) (*LoadResult, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("load dataset: %w", err)
+	}
+	if fi.IsDir() {
+		return loadHarbor(ctx, path, opts)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load dataset: %w", err)
+	}
+	res := &LoadResult{Path: path}
+	var rows []row
+	switch {
+	case bytes.HasPrefix(data, []byte("PAR1")):
+		res.Format = FormatParquet
+		rows, err = parquetRows(ctx, path, data)
+	default:
+		res.Format, rows, err = jsonRows(path, data)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("%s: no rows", path)
+	}
+	if err := convertRows(ctx, res, rows, filepath.Dir(path), opts); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// jsonRows splits a JSON, single-object or JSONL document into rows.
+func jsonRows(path string, data []byte) (Format, []row, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf"))
+	body := bytes.TrimSpace(data)
+	if len(body) == 0 {
+		return "", nil, fmt.Errorf("%s: empty file", path)
+	}
+	switch body[0] {
+	case '[':
+		rows, err := listRows(path, data)
+		return FormatJSON, rows, err
+	case '{':
+		if json.Valid(body) {
+			// One object in the whole file: JSONL with one line, or a
+			// single pretty-printed row. Either way, one row.
+			format := FormatJSONObject
+			if strings.HasSuffix(path, ".jsonl") || !bytes.Contains(body, []byte("\n")) {
+				format = FormatJSONL
+			}
+			start := bytes.Index(data, body)
+			return format, []row{objectRow(path, 0, lineAt(data, start), body)}, nil
+		}
+		first, _, _ := bytes.Cut(body, []byte("\n"))
+		if json.Valid(first) || strings.HasSuffix(path, ".jsonl") {
+			return FormatJSONL, lineRows(path, data), nil
+		}
+		return "", nil, syntaxError(path, data)
+	default:
+		return "", nil, fmt.Errorf("%s: not a dataset: expected parquet, a JSON list or object, or JSONL (the file starts with %q)", path, clip(body, 20))
+	}
+}
+
+// listRows decodes a JSON list, keeping each element's bytes and line.
+func listRows(path string, data []byte) ([]row, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxError(path, data)
+	}
+	var rows []row
+	for dec.More() {
+		var raw json.RawMessage
+		start := int(dec.InputOffset())
+		if err := dec.Decode(&raw); err != nil {
+			return nil, syntaxError(path, data)
+		}
+		// InputOffset sits before the separating comma and spaces.
+		for start < len(data) && strings.IndexByte(", \t\r\n", data[start]) >= 0 {
+			start++
+		}
+		rows = append(rows, objectRow(path, len(rows), lineAt(data, start), raw))
+	}
+	if _, err := dec.Token(); err != nil {
+		return nil, syntaxError(path, data)
+	}
+	if rest := bytes.TrimSpace(data[dec.InputOffset():]); len(rest) > 0 {
+		return nil, fmt.Errorf("%s: unexpected data after the JSON list at line %d", path, lineAt(data, len(data)-len(rest)))
+	}
+	return rows, nil
+}
+
+// lineRows splits JSONL into rows; a line that does not decode becomes a bad
+// row rather than failing the file.
+func lineRows(path string, data []byte) []row {
+	var rows []row
+	line := 0
+	for len(data) > 0 {
+		var text []byte
+		text, data, _ = bytes.Cut(data, []byte("\n"))
+		line++
+		text = bytes.TrimSpace(text)
+		if len(text) == 0 {
+			continue
+		}
+		if !json.Valid(text) {
+			var v any
+			err := json.Unmarshal(text, &v)
+			rows = append(rows, row{index: len(rows), line: line, err: &RowError{
+				File: path, Row: len(rows), Line: line, Reason: "invalid JSON: " + strings.TrimPrefix(err.Error(), "json: "),
+			}})
+			continue
+		}
+		rows = append(rows, objectRow(path, len(rows), line, text))
+	}
+	return rows
+}
+
+// objectRow decodes one row that must be a JSON object.
+func objectRow(path string, index, line int, raw json.RawMessage) row {
+	r := row{index: index, line: line, raw: raw}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		r.err = &RowError{File: path, Row: index, Line: line, Reason: "not a JSON object (got " + kindOf(raw) + ")"}
+		return r
+	}
+	r.m = m
+	return r
+}
+
+// syntaxError reports where a JSON document stops being valid.
+func syntaxError(path string, data []byte) error {
+	var v any
+	err := json.Unmarshal(data, &v)
+	if se, ok := errors.AsType[*json.SyntaxError](err); ok {
+		off := int(se.Offset)
+		return fmt.Errorf("%s: invalid JSON at line %d: %s", path, lineAt(data, off), se.Error())
+	}
+	if err == nil {
+		return fmt.Errorf("%s: invalid JSON", path)
+	}
+	return fmt.Errorf("%s: invalid JSON: %w", path, err)
+}
+
+// lineAt returns the 1-based line of byte offset off.
+func lineAt(data []byte, off int) int {
+	off = min(max(off, 0), len(data))
+	return bytes.Count(data[:off], []byte("\n")) + 1
+}
+
+func clip(b []byte, n int) string {
+	if len(b) > n {
+		return string(b[:n]) + "…"
+	}
+	return string(b)
+}

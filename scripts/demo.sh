@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# A short tour of swerve on the shipped sample tasks: list them, show one,
+# run commands in its box. Needs no container engine and no API key (the
+# sample tasks run on the local backend). Run it with `make demo`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SWERVE=${SWERVE:-bin/swerve}
+DATA=examples/sample/tasks.jsonl
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; "$@"; }
+
+step "$SWERVE" --version
+step "$SWERVE" tasks ls --dataset "$DATA"
+step "$SWERVE" tasks stats --dataset "$DATA"
+step "$SWERVE" tasks show --dataset "$DATA" --instance_id sample__calc-1
+# The task's box: a fresh copy of its repository, at its base commit.
+step "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 -- 'git log --oneline; git status --short; ls'
+step "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 --timeout 60s -- 'python3 -m pytest -q 2>&1 | tail -n 3'
+# Timeouts kill the command and everything it started; exit code 124.
+set +e
+step "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 --timeout 1s -- 'sleep 600 & echo started a background sleep; sleep 600'
+echo "(exit code $?)"
+set -e
+printf '\nFor an interactive shell in the same box:\n  %s shell --dataset %s --instance_id sample__calc-1\n' "$SWERVE" "$DATA"
+if [ -d ../shared/data/swebench ]; then
+  step "$SWERVE" tasks stats --dataset ../shared/data/swebench/verified-test.parquet
+fi
