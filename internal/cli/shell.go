@@ -51,6 +51,9 @@ shell exits.`,
 			fd := int(os.Stdin.Fd())
 			if term.IsTerminal(fd) && term.IsTerminal(int(os.Stdout.Fd())) {
 				req.TTY = true
+				if v := os.Getenv("TERM"); v != "" {
+					req.Env = append(req.Env, "TERM="+v)
+				}
 				if backend != "local" {
 					// The local shell uses this terminal directly; a
 					// container's pty needs ours in raw mode and its size.

@@ -1,0 +1,83 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+)
+
+type nopBackend struct{}
+
+func (nopBackend) Open(context.Context, Spec) (Sandbox, error) { return nil, errors.New("nop") }
+
+// withRegistry runs fn with a registry holding only regs, then restores it.
+func withRegistry(t *testing.T, order []string, regs ...*Registration) {
+	t.Helper()
+	mu.Lock()
+	saved, savedOrder := backends, AutoOrder
+	backends = map[string]*Registration{}
+	AutoOrder = order
+	mu.Unlock()
+	t.Cleanup(func() {
+		mu.Lock()
+		backends, AutoOrder = saved, savedOrder
+		mu.Unlock()
+	})
+	for _, r := range regs {
+		Register(r)
+	}
+}
+
+func reg(name string, probe error) *Registration {
+	r := &Registration{Name: name, New: func(context.Context, Options) (Backend, error) { return nopBackend{}, nil }}
+	if probe != nil {
+		r.Probe = func(context.Context) error { return probe }
+	}
+	return r
+}
+
+func TestResolve(t *testing.T) {
+	down := errors.New("engine down")
+	tests := []struct {
+		name        string
+		regs        []*Registration
+		ask         string
+		want        string
+		wantSkipped int
+		wantErr     error
+	}{
+		{"explicit", []*Registration{reg("docker", down), reg("local", nil)}, "docker", "docker", 0, nil},
+		{"auto takes the first that answers", []*Registration{reg("docker", nil), reg("local", nil)}, "auto", "docker", 0, nil},
+		{"auto skips a dead engine", []*Registration{reg("docker", down), reg("local", nil)}, "", "local", 1, nil},
+		{"auto with nothing available", []*Registration{reg("docker", down)}, "auto", "", 1, ErrUnavailable},
+		{"unknown name", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrNotFound},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withRegistry(t, []string{"docker", "local"}, tt.regs...)
+			got, skipped, err := Resolve(context.Background(), tt.ask)
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && got != tt.want) || len(skipped) != tt.wantSkipped {
+				t.Errorf("Resolve(%q) = %q, %v, %v; want %q, %d skipped, %v", tt.ask, got, skipped, err, tt.want, tt.wantSkipped, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRegisterTwicePanics(t *testing.T) {
+	withRegistry(t, nil, reg("x", nil))
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "twice") {
+			t.Errorf("second Register: recover() = %v, want a panic naming the duplicate", r)
+		}
+	}()
+	Register(reg("x", nil))
+}
+
+func TestNewUnknownSaysWhatExists(t *testing.T) {
+	withRegistry(t, nil, reg("local", nil))
+	_, err := New(context.Background(), "dokcer", Options{})
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "dokcer") || !strings.Contains(err.Error(), "local") {
+		t.Errorf("New(dokcer) = %v; want ErrNotFound naming the typo and the backends there are", err)
+	}
+}
