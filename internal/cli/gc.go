@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -64,6 +65,19 @@ it removed. Boxes of swerve processes that still run are left alone unless
 					items = append(items, it)
 				}
 			}
+			if run == "" {
+				for _, d := range docker.StaleSocketDirs("", all) {
+					it := gcItem{Backend: docker.Name, ID: d}
+					if !dryRun {
+						if err := os.RemoveAll(d); err != nil {
+							it.Error = err.Error()
+						} else {
+							it.Removed = true
+						}
+					}
+					items = append(items, it)
+				}
+			}
 			left, err := local.Leftovers(ctx, "", all)
 			if err != nil {
 				return err
@@ -100,7 +114,13 @@ it removed. Boxes of swerve processes that still run are left alone unless
 				case dryRun:
 					verb = "would remove"
 				}
-				fmt.Fprintf(out, "%-12s %-6s %s  run=%s task=%s image=%s %s\n", verb, it.Backend, it.ID, it.RunID, it.Task, it.Image, it.Error)
+				line := fmt.Sprintf("%-12s %-6s %s", verb, it.Backend, it.ID)
+				for _, kv := range [][2]string{{"run", it.RunID}, {"task", it.Task}, {"image", it.Image}, {"error", it.Error}} {
+					if kv[1] != "" {
+						line += "  " + kv[0] + "=" + kv[1]
+					}
+				}
+				fmt.Fprintln(out, line)
 			}
 			if len(items) == 0 {
 				fmt.Fprintln(out, "nothing to remove")

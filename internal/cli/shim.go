@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -12,7 +13,8 @@ import (
 func init() { register(newShimCmd) }
 
 func newShimCmd() *cobra.Command {
-	return &cobra.Command{
+	var listen string
+	cmd := &cobra.Command{
 		Use:    "shim",
 		Short:  "Serve the in-sandbox helper protocol on stdin/stdout (started by swerve itself)",
 		Hidden: true,
@@ -23,10 +25,18 @@ reads framed requests on stdin and answers on stdout, so each command costs a
 fork/exec in the box instead of a round trip through the container engine.
 People never need to run it.`,
 		Example: `  # what the docker backend starts as the container's main process:
-  /.swerve/swerve shim`,
+  /.swerve/swerve shim --listen /.swerve/run/shim.sock`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s := &shim.Server{Software: "swerve " + version.String()}
+			if listen != "" {
+				// Not fatal: the client falls back to the main stream.
+				if err := s.Listen(listen); err != nil {
+					fmt.Fprintf(os.Stderr, "swerve shim: %v\n", err)
+				}
+			}
 			return s.Serve(cmd.Context(), os.Stdin, os.Stdout)
 		},
 	}
+	cmd.Flags().StringVar(&listen, "listen", "", "also serve on a unix socket at this path while stdin lasts")
+	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,17 +23,33 @@ import (
 // processes it left in the background before the result is returned anyway.
 const waitDelay = 250 * time.Millisecond
 
-// Server serves the protocol for one stream.
+// Server serves the protocol. Its main stream (Serve's r and w) is its
+// lifeline: when it ends, the server kills everything it started and
+// returns. Optionally it also listens on a unix socket (Listen), whose
+// connections are served the same way while the main stream lasts; a
+// socket bypasses the container engine's stream copying.
 type Server struct {
 	// Software names the helper in the handshake, e.g. "swerve v0.1.0".
 	Software string
 
-	wmu sync.Mutex
-	w   io.Writer
+	ln net.Listener
+	wg sync.WaitGroup // request handlers and socket connections
 
 	mu      sync.Mutex
-	running map[uint64]*proc // exec requests in flight, by request id
+	running map[runKey]*proc // exec requests in flight
 	groups  map[int]struct{} // every process group started, killed at exit
+	conns   map[net.Conn]struct{}
+}
+
+// stream is one connection's write side; request ids are per stream.
+type stream struct {
+	wmu sync.Mutex
+	w   io.Writer
+}
+
+type runKey struct {
+	st *stream
+	id uint64
 }
 
 type proc struct {
@@ -41,13 +58,30 @@ type proc struct {
 	done     bool
 }
 
+// Listen makes the server accept connections on a unix socket at path once
+// Serve runs. The socket is made accessible to every user: the directory
+// holding it is what guards it.
+func (s *Server) Listen(path string) error {
+	_ = os.Remove(path)
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		return fmt.Errorf("shim: listen on %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		ln.Close()
+		return fmt.Errorf("shim: %w", err)
+	}
+	s.ln = ln
+	return nil
+}
+
 // Serve reads requests from r and answers on w until r ends or ctx is
 // cancelled. Before returning it kills every process group it started, so
 // nothing outlives the stream.
 func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
-	s.w = w
-	s.running = map[uint64]*proc{}
+	s.running = map[runKey]*proc{}
 	s.groups = map[int]struct{}{}
+	s.conns = map[net.Conn]struct{}{}
 	// As a container's PID 1, or as a child subreaper elsewhere, orphans of
 	// killed commands come to us: reap them so they don't linger as zombies.
 	if os.Getpid() == 1 || setSubreaper() == nil {
@@ -55,32 +89,74 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		defer stop()
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
 	// When the stream ends, nothing may outlive it: kill what runs (the
 	// cancelled ctx kills in-flight commands), then wait for the handlers.
 	defer func() {
 		cancel()
+		s.closeConns()
 		s.killAll()
-		wg.Wait()
+		s.wg.Wait()
 	}()
+	if s.ln != nil {
+		s.wg.Go(func() { s.accept(ctx) })
+	}
+	return s.serveStream(ctx, r, w)
+}
+
+func (s *Server) accept(ctx context.Context) {
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			return // closed by closeConns
+		}
+		s.mu.Lock()
+		s.conns[c] = struct{}{}
+		s.mu.Unlock()
+		s.wg.Go(func() {
+			if err := s.serveStream(ctx, c, c); err != nil {
+				fmt.Fprintf(os.Stderr, "swerve shim: socket connection: %v\n", err)
+			}
+			c.Close()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		})
+	}
+}
+
+// closeConns stops listening and ends every socket connection.
+func (s *Server) closeConns() {
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.Close()
+	}
+}
+
+// serveStream serves requests from one stream until it ends.
+func (s *Server) serveStream(ctx context.Context, r io.Reader, w io.Writer) error {
+	st := &stream{w: w}
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		m, payload, err := readFrame(br)
 		if err != nil {
-			if errors.Is(err, io.EOF) {
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return nil
 			}
 			return err
 		}
 		if m.Op == OpCancel {
-			s.cancel(m.Target)
+			s.cancel(st, m.Target)
 			continue
 		}
-		wg.Go(func() { s.handle(ctx, m, payload) })
+		s.wg.Go(func() { s.handle(ctx, st, m, payload) })
 	}
 }
 
-func (s *Server) handle(ctx context.Context, m *Message, payload []byte) {
+func (s *Server) handle(ctx context.Context, st *stream, m *Message, payload []byte) {
 	resp := &Message{ID: m.ID}
 	var out []byte
 	switch m.Op {
@@ -90,7 +166,7 @@ func (s *Server) handle(ctx context.Context, m *Message, payload []byte) {
 		resp.Workdir, _ = os.Getwd()
 		resp.Software = s.Software
 	case OpExec:
-		out = s.exec(ctx, m, payload, resp)
+		out = s.exec(ctx, runKey{st, m.ID}, m, payload, resp)
 	case OpRead:
 		data, err := os.ReadFile(m.Path)
 		setErr(resp, err)
@@ -100,7 +176,7 @@ func (s *Server) handle(ctx context.Context, m *Message, payload []byte) {
 	default:
 		resp.Err, resp.ErrKind = fmt.Sprintf("unknown op %q (helper speaks protocol %d)", m.Op, ProtocolVersion), KindInvalid
 	}
-	s.send(resp, out)
+	st.send(resp, out)
 }
 
 func setErr(resp *Message, err error) {
@@ -116,14 +192,14 @@ func setErr(resp *Message, err error) {
 	}
 }
 
-func (s *Server) send(m *Message, payload []byte) {
+func (st *stream) send(m *Message, payload []byte) {
 	buf, err := appendFrame(nil, m, payload)
 	if err != nil {
 		buf, _ = appendFrame(nil, &Message{ID: m.ID, Err: err.Error(), ErrKind: KindOther}, nil)
 	}
-	s.wmu.Lock()
-	defer s.wmu.Unlock()
-	if _, err := s.w.Write(buf); err != nil {
+	st.wmu.Lock()
+	defer st.wmu.Unlock()
+	if _, err := st.w.Write(buf); err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrClosedPipe) {
 		fmt.Fprintf(os.Stderr, "swerve shim: write response: %v\n", err)
 	}
 }
@@ -151,7 +227,7 @@ func writeFile(path string, data []byte, mode fs.FileMode) error {
 }
 
 // exec runs one command in its own process group and fills resp.
-func (s *Server) exec(ctx context.Context, m *Message, stdin []byte, resp *Message) []byte {
+func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte, resp *Message) []byte {
 	if len(m.Cmd) == 0 {
 		resp.Err, resp.ErrKind = "exec: empty command", KindInvalid
 		return nil
@@ -179,7 +255,7 @@ func (s *Server) exec(ctx context.Context, m *Message, stdin []byte, resp *Messa
 	err := cmd.Start()
 	if err == nil {
 		p.pgid = cmd.Process.Pid
-		s.running[m.ID] = p
+		s.running[key] = p
 		s.groups[p.pgid] = struct{}{}
 	}
 	s.mu.Unlock()
@@ -209,7 +285,7 @@ func (s *Server) exec(ctx context.Context, m *Message, stdin []byte, resp *Messa
 	s.mu.Lock()
 	p.done = true
 	timedOut := p.timedOut
-	delete(s.running, m.ID)
+	delete(s.running, key)
 	s.mu.Unlock()
 	if timedOut {
 		// Whatever the timed-out command started must be gone too, even
@@ -239,9 +315,9 @@ func (s *Server) isRunningLocked(pid int) bool {
 	return false
 }
 
-func (s *Server) cancel(id uint64) {
+func (s *Server) cancel(st *stream, id uint64) {
 	s.mu.Lock()
-	p := s.running[id]
+	p := s.running[runKey{st, id}]
 	s.mu.Unlock()
 	if p != nil {
 		killTree(p.pgid)

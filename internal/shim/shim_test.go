@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -207,4 +208,58 @@ func BenchmarkRoundTrip(b *testing.B) {
 			}
 		}
 	})
+}
+
+func TestSocketConnections(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	s := &Server{Software: "test"}
+	if err := s.Listen(sock); err != nil {
+		t.Fatal(err)
+	}
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(context.Background(), reqR, respW); respW.Close() }()
+	main := NewClient(respR, reqW)
+	ctx := context.Background()
+	if _, err := main.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	c := NewClient(conn, conn)
+	if _, err := c.Hello(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"echo", "via socket"}})
+	if err != nil || string(res.Output) != "via socket\n" {
+		t.Fatalf("exec over the socket: %q, %v", res.Output, err)
+	}
+	// A command started over the socket dies with the main stream.
+	running := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sleep", "60"}})
+		running <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	reqW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after its main stream ended")
+	}
+	select {
+	case err := <-running:
+		if err == nil {
+			t.Error("exec over the socket survived the end of the main stream")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("exec over the socket still waiting after the server ended")
+	}
 }

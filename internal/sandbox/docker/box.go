@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"maps"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -57,13 +60,34 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		pids := spec.Limits.PIDs
 		hc.Resources.PidsLimit = &pids
 	}
+	entrypoint := []string{shim.InBoxPath, "shim"}
 	if !b.copyShim {
 		hc.Binds = []string{shimPath + ":" + shim.InBoxPath + ":ro"}
+	}
+	var sockDir string
+	if b.socket {
+		// A directory shared with the box, where the helper listens: the
+		// client then talks to it directly instead of through the engine.
+		sockDir, err = os.MkdirTemp("", fmt.Sprintf("%s%d-", sockDirPrefix, os.Getpid()))
+		if err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+		defer func() {
+			if err != nil {
+				os.RemoveAll(sockDir)
+			}
+		}()
+		// The box's user may not be ours; the random name guards the dir.
+		if err := os.Chmod(sockDir, 0o777); err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
+		}
+		hc.Binds = append(hc.Binds, sockDir+":"+sockInBox)
+		entrypoint = append(entrypoint, "--listen", sockInBox+"/"+sockName)
 	}
 	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
 			Image:        spec.Image,
-			Entrypoint:   []string{shim.InBoxPath, "shim"},
+			Entrypoint:   entrypoint,
 			Cmd:          []string{},
 			Env:          spec.Env,
 			WorkingDir:   spec.Workdir,
@@ -80,7 +104,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if err != nil {
 		return nil, fmt.Errorf("docker: create container from %s: %w", spec.Image, classify(err))
 	}
-	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir}
+	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir, sockDir: sockDir}
 	defer func() {
 		if err != nil {
 			box.Close(context.WithoutCancel(ctx))
@@ -112,7 +136,36 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if _, err := box.client.Hello(ctx); err != nil {
 		return nil, fmt.Errorf("docker: the helper in %s did not answer: %w", short(created.ID), err)
 	}
+	box.lifeline = box.client
+	if sockDir != "" {
+		box.useSocket(ctx)
+	}
 	return box, nil
+}
+
+// Where the shared socket lives, on the host and in the box.
+const (
+	sockDirPrefix = "swerve-sock-"
+	sockInBox     = "/.swerve/run"
+	sockName      = "shim.sock"
+)
+
+// useSocket moves requests to the helper's unix socket when it answers
+// there; otherwise they stay on the attach stream, which works everywhere.
+func (b *Box) useSocket(ctx context.Context) {
+	conn, err := net.Dial("unix", filepath.Join(b.sockDir, sockName))
+	if err != nil {
+		slog.Debug("docker: helper socket unreachable; using the attach stream", "container", short(b.id), "err", err)
+		return
+	}
+	c := shim.NewClient(conn, conn)
+	c.Describe = b.describe
+	if _, err := c.Hello(ctx); err != nil {
+		slog.Debug("docker: helper socket did not answer; using the attach stream", "container", short(b.id), "err", err)
+		conn.Close()
+		return
+	}
+	b.sock, b.client = conn, c
 }
 
 // copyShimInto puts the helper binary into a created container, for engines
@@ -146,8 +199,14 @@ type Box struct {
 	env     []string
 	workdir string
 	conn    *client.HijackedResponse
-	client  *shim.Client
-	stderr  *shim.TailBuffer
+	// client carries requests: over the shared socket when there is one,
+	// else the attach stream. lifeline is the attach stream's client,
+	// whose end (the helper's exit) is the box's end.
+	client   *shim.Client
+	lifeline *shim.Client
+	sock     net.Conn
+	sockDir  string
+	stderr   *shim.TailBuffer
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,16 +260,25 @@ func (b *Box) Close(ctx context.Context) error {
 		if b.client != nil {
 			b.client.Shutdown()
 		}
+		if b.sock != nil {
+			b.sock.Close()
+		}
 		if b.conn != nil {
 			// End of stdin makes the helper kill what it started and exit;
 			// removing an exited container is cheaper than killing one.
 			_ = b.conn.CloseWrite()
-			select {
-			case <-b.client.Done():
-			case <-time.After(2 * time.Second):
-			case <-ctx.Done():
+			if b.lifeline != nil {
+				b.lifeline.Shutdown()
+				select {
+				case <-b.lifeline.Done():
+				case <-time.After(2 * time.Second):
+				case <-ctx.Done():
+				}
 			}
 			b.conn.Close()
+		}
+		if b.sockDir != "" {
+			defer os.RemoveAll(b.sockDir)
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()

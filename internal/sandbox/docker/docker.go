@@ -67,6 +67,9 @@ type Config struct {
 	// ShimMode is ShimAuto (default), ShimMount or ShimCopy; the
 	// SWERVE_DOCKER_SHIM variable sets it too.
 	ShimMode string
+	// NoSocket keeps requests on the attach stream even where a unix
+	// socket could be shared with the container (SWERVE_DOCKER_SOCKET=0).
+	NoSocket bool
 }
 
 // Backend opens containers.
@@ -78,6 +81,7 @@ type Backend struct {
 	shim     string
 	shimErr  error
 	copyShim bool
+	socket   bool // share a unix socket with each box (local engines)
 	runID    string
 	labels   map[string]string
 }
@@ -138,6 +142,7 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 		host:     cli.DaemonHost(),
 		shimPath: cfg.ShimPath,
 		copyShim: copyShim,
+		socket:   !copyShim && !cfg.NoSocket && os.Getenv("SWERVE_DOCKER_SOCKET") != "0",
 		runID:    runID,
 		labels: map[string]string{
 			LabelManaged:   "true",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -49,6 +50,36 @@ func TestConformance(t *testing.T) {
 // TestConformancePodman runs the same suite against Podman's Docker-
 // compatible socket, named by SWERVE_PODMAN_HOST (CI starts one; see
 // scripts/podman-service.sh). The test image must be loaded into Podman.
+// TestConformanceAttachStream runs the suite with requests on the engine's
+// attach stream, the path remote engines take (no shared socket).
+func TestConformanceAttachStream(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-attach-%d", os.Getpid()))
+	b.socket = false
+	conformance(t, b, testutil.TestImage())
+}
+
+func TestSocketIsUsedAndCleanedUp(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-socket-%d", os.Getpid()))
+	ctx := context.Background()
+	sb, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box := sb.(*Box)
+	if box.sock == nil || box.client == box.lifeline {
+		t.Fatal("requests are not on the shared socket with a local engine")
+	}
+	if _, err := os.Stat(box.sockDir); err != nil {
+		t.Fatalf("socket directory: %v", err)
+	}
+	if err := box.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(box.sockDir); !os.IsNotExist(err) {
+		t.Errorf("socket directory %s still there after Close (%v)", box.sockDir, err)
+	}
+}
+
 func TestConformancePodman(t *testing.T) {
 	host := os.Getenv("SWERVE_PODMAN_HOST")
 	if host == "" {
@@ -116,14 +147,14 @@ func TestOpenSetsLabelsLimitsNetwork(t *testing.T) {
 
 func TestShimCopyMode(t *testing.T) {
 	b := testBackend(t, fmt.Sprintf("test-copy-%d", os.Getpid()))
-	b.copyShim = true
+	b.copyShim, b.socket = true, false // as for a remote engine
 	ctx := context.Background()
 	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer box.Close(ctx)
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("echo copied; grep -c ' /.swerve' /proc/mounts")})
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("echo copied; grep -c ' /.swerve/' /proc/mounts")})
 	if err != nil || !strings.HasPrefix(string(res.Output), "copied\n0") {
 		t.Errorf("copy mode: %q, %v (want the helper copied in, not mounted)", res.Output, err)
 	}
@@ -150,5 +181,19 @@ func TestGCRemovesDeadOwnersContainers(t *testing.T) {
 	}
 	if l, _ := leaks(b)(ctx); len(l) > 0 {
 		t.Errorf("left after gc: %v", l)
+	}
+}
+
+func TestStaleSocketDirs(t *testing.T) {
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, sockDirPrefix+"4194305-abc") // pid above pid_max
+	alive := filepath.Join(tmp, fmt.Sprintf("%s%d-abc", sockDirPrefix, os.Getpid()))
+	os.Mkdir(dead, 0o755)
+	os.Mkdir(alive, 0o755)
+	if got := StaleSocketDirs(tmp, false); len(got) != 1 || got[0] != dead {
+		t.Errorf("StaleSocketDirs = %v, want only %s", got, dead)
+	}
+	if got := StaleSocketDirs(tmp, true); len(got) != 2 {
+		t.Errorf("StaleSocketDirs(all) = %v, want both", got)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
-	"syscall"
+	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
 // Leftover is a container found by Leftovers.
@@ -62,7 +65,7 @@ func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftov
 			if l.Owner != host {
 				continue
 			}
-			if l.OwnerPID > 0 && syscall.Kill(l.OwnerPID, 0) != syscall.ESRCH {
+			if sandbox.ProcessAlive(l.OwnerPID) {
 				continue // its owner still runs
 			}
 		}
@@ -77,4 +80,24 @@ func (b *Backend) Remove(ctx context.Context, id string) error {
 		return fmt.Errorf("docker: remove %s: %w", short(id), classify(err))
 	}
 	return nil
+}
+
+// StaleSocketDirs lists the host directories shared with boxes (for the
+// helper's socket) whose swerve process is gone; with all, every one.
+func StaleSocketDirs(tempDir string, all bool) []string {
+	if tempDir == "" {
+		tempDir = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(tempDir, sockDirPrefix+"*"))
+	var out []string
+	for _, d := range dirs {
+		rest := strings.TrimPrefix(filepath.Base(d), sockDirPrefix)
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if !all && err == nil && sandbox.ProcessAlive(pid) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
 }

@@ -7,7 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
 // Leftover is a box directory found by Leftovers.
@@ -43,7 +44,7 @@ func Leftovers(_ context.Context, tempDir string, all bool) ([]Leftover, error) 
 				}
 			}
 		}
-		if !all && l.OwnerPID > 0 && syscall.Kill(l.OwnerPID, 0) != syscall.ESRCH {
+		if !all && sandbox.ProcessAlive(l.OwnerPID) {
 			continue // its owner still runs
 		}
 		l.Processes = processesUnder(d)

@@ -223,12 +223,20 @@ func wantOutput(t testing.TB, req sandbox.ExecRequest, res sandbox.ExecResult, w
 	}
 }
 
-// showCmd prints an argv for error messages; a Bash line shows as the line.
+// showCmd prints an argv for error messages; a Bash line shows as the line,
+// and long arguments (scripts) are shortened.
 func showCmd(cmd []string) string {
 	if len(cmd) == 3 && cmd[0] == "bash" && cmd[1] == "-lc" {
 		return "bash -lc " + clip([]byte(cmd[2]))
 	}
-	return fmt.Sprintf("%q", cmd)
+	args := make([]string, len(cmd))
+	for i, a := range cmd {
+		if len(a) > 60 {
+			a = a[:40] + "…"
+		}
+		args[i] = strconv.Quote(a)
+	}
+	return "[" + strings.Join(args, " ") + "]"
 }
 
 // showRes prints a result for error messages.

@@ -32,7 +32,11 @@ func TestSuite(t *testing.T) {
 			t.Skipf("%s not found: %v", tool, err)
 		}
 	}
-	b := &fakeBackend{base: t.TempDir(), token: fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())}
+	token := os.Getenv("SBT_FAKE_TOKEN")
+	if token == "" {
+		token = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
+	}
+	b := &fakeBackend{base: t.TempDir(), token: token, bug: os.Getenv("SBT_FAKE_BUG")}
 	Run(t, Harness{
 		Backend: b,
 		Spec:    func(testing.TB) sandbox.Spec { return sandbox.Spec{} },
@@ -43,8 +47,11 @@ func TestSuite(t *testing.T) {
 // fakeBackend runs each box as a temp directory on the host. Every process
 // it starts carries SANDBOXTEST_FAKE=<token> in its environment, which is
 // how leaks finds those that outlived their box.
+//
+// bug, when set, names a mistake the fake makes on purpose (see
+// TestMutants): the suite must catch each one.
 type fakeBackend struct {
-	base, token string
+	base, token, bug string
 }
 
 func (b *fakeBackend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
@@ -55,8 +62,8 @@ func (b *fakeBackend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sand
 	if err != nil {
 		return nil, err
 	}
-	box := &fakeBox{dir: dir, wd: dir, running: map[int]bool{}, done: make(chan struct{})}
-	if spec.Workdir != "" {
+	box := &fakeBox{dir: dir, wd: dir, bug: b.bug, running: map[int]bool{}, done: make(chan struct{})}
+	if spec.Workdir != "" && b.bug != "workdir-ignored" {
 		box.wd = box.abs(spec.Workdir)
 	}
 	box.marker = "SANDBOXTEST_FAKE_BOX=" + dir
@@ -103,6 +110,8 @@ type fakeBox struct {
 	dir, wd string
 	env     []string
 	marker  string // in the environment of every process of the box
+	bug     string
+	serial  sync.Mutex // held through Exec by the "serial" bug
 
 	mu      sync.Mutex
 	closed  bool
@@ -120,12 +129,15 @@ func (x *fakeBox) abs(path string) string {
 }
 
 func (x *fakeBox) check(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil && x.bug != "ignore-ctx" {
 		return err
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.closed {
+		if x.bug == "closed-plain" {
+			return errors.New("fake: closed")
+		}
 		return sandbox.ErrClosed
 	}
 	return nil
@@ -138,15 +150,32 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 	if len(req.Cmd) == 0 {
 		return sandbox.ExecResult{}, errors.New("fake: empty command")
 	}
+	if x.bug == "serial" {
+		x.serial.Lock()
+		defer x.serial.Unlock()
+	}
 	limit := req.MaxOutput
 	if limit == 0 {
 		limit = sandbox.DefaultMaxOutput
+		if x.bug == "zero-uncapped" {
+			limit = -1
+		}
 	}
-	out := &headTail{max: limit}
+	out := &headTail{max: limit, noMarker: x.bug == "no-marker"}
 	cmd := exec.Command(req.Cmd[0], req.Cmd[1:]...)
 	cmd.Dir = x.abs(req.Cwd)
 	cmd.Env = slices.Concat(x.env, req.Env)
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, write order kept
+	var stderr *bytes.Buffer
+	switch x.bug {
+	case "cwd-ignored":
+		cmd.Dir = x.wd
+	case "env-order":
+		cmd.Env = slices.Concat(req.Env, x.env)
+	case "separate-pipes":
+		stderr = new(bytes.Buffer)
+		cmd.Stderr = stderr
+	}
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
@@ -156,6 +185,9 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 	// drops what it holds, and under load (the parallel test: 50 login
 	// shells on two CPUs) 200ms lost the output of plain "echo ok".
 	cmd.WaitDelay = 2 * time.Second
+	if x.bug == "no-waitdelay" {
+		cmd.WaitDelay = 0
+	}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
@@ -167,6 +199,20 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 	}
 	pgid := cmd.Process.Pid
 	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	timeoutKill := kill
+	switch x.bug {
+	case "leader-only-kill":
+		timeoutKill = func() { cmd.Process.Kill() }
+	case "term-grace":
+		timeoutKill = func() {
+			syscall.Kill(-pgid, syscall.SIGTERM)
+			time.AfterFunc(11*time.Second, kill)
+		}
+	}
+	ctxDone := ctx.Done()
+	if x.bug == "ignore-ctx" {
+		ctxDone = nil
+	}
 	x.mu.Lock()
 	x.running[pgid] = true
 	closed := x.closed
@@ -194,17 +240,30 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 	case <-waited:
 		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
 		code := ws.ExitStatus()
-		if ws.Signaled() {
+		if ws.Signaled() && x.bug != "signal-raw" {
 			code = 128 + int(ws.Signal())
 		}
-		return out.result(code, time.Since(start)), nil
+		if stderr != nil {
+			out.Write(stderr.Bytes())
+		}
+		res := out.result(code, time.Since(start))
+		switch x.bug {
+		case "no-duration":
+			res.Duration = 0
+		case "lossy-output":
+			res.Output = []byte(strings.ToValidUTF8(string(res.Output), "?"))
+		}
+		return res, nil
 	case <-timeout:
-		kill()
+		timeoutKill()
 		<-waited
 		res := out.result(sandbox.TimeoutExitCode, time.Since(start))
 		res.TimedOut = true
 		return res, nil
-	case <-ctx.Done():
+	case <-ctxDone:
+		if x.bug == "cancel-no-kill" {
+			return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", ctx.Err())
+		}
 		kill()
 		<-waited
 		return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", ctx.Err())
@@ -220,8 +279,21 @@ func (x *fakeBox) WriteFile(ctx context.Context, path string, data []byte, mode 
 		return err
 	}
 	p := x.abs(path)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
+	if x.bug != "no-mkdir" {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return err
+		}
+	}
+	switch x.bug {
+	case "ignore-mode":
+		mode = 0o644
+	case "no-truncate":
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE, mode)
+		if err != nil {
+			return err
+		}
+		_, err = f.Write(data)
+		return errors.Join(err, f.Close())
 	}
 	if err := os.WriteFile(p, data, mode); err != nil {
 		return err
@@ -234,7 +306,7 @@ func (x *fakeBox) ReadFile(ctx context.Context, path string) ([]byte, error) {
 		return nil, err
 	}
 	data, err := os.ReadFile(x.abs(path))
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) && x.bug != "notfound-plain" {
 		return nil, fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
 	}
 	return data, err
@@ -252,6 +324,9 @@ func (x *fakeBox) Close(context.Context) error {
 		syscall.Kill(-pgid, syscall.SIGKILL)
 	}
 	x.mu.Unlock()
+	if x.bug == "close-no-kill" {
+		return os.RemoveAll(x.dir)
+	}
 	// Whatever left its group (or outlived a finished command) still has
 	// the box's marker in its environment.
 	for range 3 {
@@ -268,6 +343,7 @@ type headTail struct {
 	max        int
 	head, tail []byte
 	total      int64
+	noMarker   bool
 }
 
 func (h *headTail) Write(p []byte) (int, error) {
@@ -296,7 +372,7 @@ func (h *headTail) result(code int, d time.Duration) sandbox.ExecResult {
 	res := sandbox.ExecResult{ExitCode: code, OutputBytes: h.total, Duration: d}
 	res.ElidedBytes = h.total - int64(len(h.head)+len(tail))
 	res.Output = slices.Concat(h.head, tail)
-	if res.ElidedBytes > 0 {
+	if res.ElidedBytes > 0 && !h.noMarker {
 		res.Output = slices.Concat(h.head, fmt.Appendf(nil, "\n[... %d bytes elided ...]\n", res.ElidedBytes), tail)
 	}
 	return res
