@@ -53,7 +53,9 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "swerve: backend %s\n", s)
 	}
-	b, err := sandbox.New(ctx, name, sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid())})
+	// SWERVE_SHIM_BINARY names another static swerve to run inside boxes
+	// (for a dynamically linked build, or tests).
+	b, err := sandbox.New(ctx, name, sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY")})
 	if err != nil {
 		return nil, "", err
 	}

@@ -2,7 +2,6 @@ package shim
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,9 +18,10 @@ import (
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
-// waitDelay is how long a finished command's output pipe stays open for
-// processes it left in the background before the result is returned anyway.
-const waitDelay = 250 * time.Millisecond
+// outputGrace is how long a finished command's output is still collected
+// while processes it left in the background hold the pipe open. Whatever
+// the command wrote before it exited is kept regardless (see drain).
+const outputGrace = 100 * time.Millisecond
 
 // Server serves the protocol. Its main stream (Serve's r and w) is its
 // lifeline: when it ends, the server kills everything it started and
@@ -242,30 +242,62 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	if len(m.Env) > 0 {
 		cmd.Env = append(os.Environ(), m.Env...)
 	}
-	cmd.Stdout, cmd.Stderr = out, out
-	if m.Stdin {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = waitDelay
+	// Our own pipes rather than os/exec's copying goroutines: those make
+	// Wait hang on a pipe a background process holds, and WaitDelay then
+	// throws away output not yet read.
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		resp.Err, resp.ErrKind = "exec: "+err.Error(), KindOther
+		return nil
+	}
+	defer outR.Close()
+	cmd.Stdout, cmd.Stderr = outW, outW
+	var inR, inW *os.File
+	if m.Stdin {
+		if inR, inW, err = os.Pipe(); err != nil {
+			outW.Close()
+			resp.Err, resp.ErrKind = "exec: "+err.Error(), KindOther
+			return nil
+		}
+		cmd.Stdin = inR
+	}
 
 	start := time.Now()
 	p := &proc{}
 	s.mu.Lock() // the reaper must not see this child before it is recorded
-	err := cmd.Start()
+	err = cmd.Start()
 	if err == nil {
 		p.pgid = cmd.Process.Pid
 		s.running[key] = p
 		s.groups[p.pgid] = struct{}{}
 	}
 	s.mu.Unlock()
+	outW.Close() // the child has its copy; EOF comes when every holder exits
+	if inR != nil {
+		inR.Close()
+	}
 	if err != nil {
+		if inW != nil {
+			inW.Close()
+		}
 		resp.ExitCode = startFailureCode(err)
 		fmt.Fprintf(out, "%s: %v\n", m.Cmd[0], unwrapExecErr(err))
 		o, total, _ := out.Result()
 		resp.OutputBytes = total
 		return o
 	}
+	if inW != nil {
+		go func() {
+			_, _ = inW.Write(stdin) // EPIPE when the command does not read it all
+			inW.Close()
+		}()
+	}
+	copied := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(out, outR)
+		close(copied)
+	}()
 
 	var timer *time.Timer
 	if m.TimeoutMS > 0 {
@@ -279,6 +311,10 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	stop := context.AfterFunc(ctx, func() { killTree(p.pgid) })
 	werr := cmd.Wait()
 	stop()
+	if inW != nil {
+		inW.Close() // unblocks a stdin writer stuck on a pipe nobody reads
+	}
+	collectOutput(outR, out, copied)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -313,6 +349,36 @@ func (s *Server) isRunningLocked(pid int) bool {
 		}
 	}
 	return false
+}
+
+// collectOutput waits for the output copy to reach EOF. If processes left
+// in the background keep the pipe open past outputGrace, it stops the copy
+// and drains what is already buffered without blocking, so nothing the
+// command itself wrote is lost.
+func collectOutput(r *os.File, out io.Writer, copied <-chan struct{}) {
+	select {
+	case <-copied:
+		return
+	case <-time.After(outputGrace):
+	}
+	_ = r.SetReadDeadline(time.Now())
+	<-copied
+	rc, err := r.SyscallConn()
+	if err != nil {
+		return
+	}
+	buf := make([]byte, 64<<10)
+	_ = rc.Control(func(fd uintptr) {
+		for {
+			n, err := syscall.Read(int(fd), buf)
+			if n > 0 {
+				out.Write(buf[:n])
+			}
+			if err != nil || n <= 0 {
+				return // EAGAIN: nothing more buffered; 0: EOF
+			}
+		}
+	})
 }
 
 func (s *Server) cancel(st *stream, id uint64) {

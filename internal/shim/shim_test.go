@@ -263,3 +263,43 @@ func TestSocketConnections(t *testing.T) {
 		t.Fatal("exec over the socket still waiting after the server ended")
 	}
 }
+
+// Output the command wrote before exiting must all be returned, even when a
+// process it left in the background holds the pipe open past the grace.
+func TestOutputKeptWhenBackgroundHoldsPipe(t *testing.T) {
+	c := pair(t)
+	for range 5 {
+		start := time.Now()
+		res, err := c.Exec(context.Background(), sandbox.ExecRequest{
+			Cmd:       []string{"bash", "-c", "sleep 5 & head -c 3000000 /dev/zero | tr '\\0' a; echo END"},
+			MaxOutput: -1,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Output) != 3000004 || !bytes.HasSuffix(res.Output, []byte("aEND\n")) {
+			t.Fatalf("got %d bytes ending %q; want all 3000004", len(res.Output), res.Output[max(0, len(res.Output)-8):])
+		}
+		if d := time.Since(start); d > 3*time.Second {
+			t.Errorf("took %v: the background sleep held the result", d)
+		}
+	}
+}
+
+func TestStdinNotReadDoesNotHang(t *testing.T) {
+	c := pair(t)
+	big := bytes.Repeat([]byte("x"), 4<<20) // far more than a pipe holds
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Exec(context.Background(), sandbox.ExecRequest{Cmd: []string{"bash", "-c", "sleep 5 & exit 0"}, Stdin: big})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("a command that ignores its stdin hung the exec")
+	}
+}

@@ -291,11 +291,11 @@ func (s *suite) assertNoLeaks(t testing.TB) {
 	}
 }
 
-// readPID reads a pid that a command wrote to path (relative to the box's
-// working directory), waiting until the file holds a whole line.
+// readPID reads a pid that a finished (or killed) command wrote to path,
+// relative to the box's working directory.
 func readPID(t testing.TB, box sandbox.Sandbox, path string) int {
 	t.Helper()
-	pid, err := waitPID(box, path, 30*time.Second)
+	pid, err := waitPID(box, path, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
