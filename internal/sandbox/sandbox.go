@@ -48,10 +48,21 @@ type Backend interface {
 type Sandbox interface {
 	// ID names the box for people and for logs (container id, temp dir).
 	ID() string
-	// Exec runs one command and waits for it. A command that exceeds its
-	// timeout is killed together with everything it started, and the result
-	// says TimedOut with ExitCode 124; that is not an error. Errors mean the
-	// command could not be run or its result not be read.
+	// Exec runs one command and waits for it.
+	//
+	//   - A command that exceeds its timeout is killed together with
+	//     everything it started, and the result says TimedOut with ExitCode
+	//     124; that is not an error.
+	//   - A program that cannot be found or executed gives ExitCode 127 or
+	//     126 with the reason in Output, as a shell would; not an error.
+	//   - Cancelling ctx kills the command the same way and returns an error
+	//     wrapping ctx.Err(); with ctx already done, nothing is started.
+	//   - Processes a finished command left in the background keep running
+	//     until Close (agents start servers that way); output they write
+	//     after the command exits may be cut off.
+	//
+	// Errors mean the command could not be run or its result not be read;
+	// ErrClosed once the box is closed or dead.
 	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
 	// WriteFile writes data to path (relative paths are relative to the
 	// box's working directory), creating parent directories.
@@ -86,8 +97,9 @@ type Spec struct {
 	// empty: an empty directory).
 	Image string
 	// Workdir is the working directory of the shim and of commands that
-	// name none; empty means the image's own (WORKDIR), or the copy's root
-	// for the local backend.
+	// name none, an absolute path in the box's filesystem (for the local
+	// backend, a relative one is taken inside the copy); empty means the
+	// image's own (WORKDIR), or the copy's root for the local backend.
 	Workdir string
 	// Env is added to every command's environment, "KEY=VALUE".
 	Env []string
@@ -119,7 +131,8 @@ type ExecRequest struct {
 	Cmd []string
 	// Env is added to the box's environment for this command.
 	Env []string
-	// Cwd is the working directory; empty means the box's.
+	// Cwd is the working directory; empty means the box's, and a relative
+	// path is taken from the box's.
 	Cwd string
 	// Stdin is fed to the command; nil means no input (EOF at once).
 	Stdin []byte

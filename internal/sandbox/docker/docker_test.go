@@ -197,3 +197,20 @@ func TestStaleSocketDirs(t *testing.T) {
 		t.Errorf("StaleSocketDirs(all) = %v, want both", got)
 	}
 }
+
+func TestNonRootUser(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-user-%d", os.Getpid()))
+	ctx := context.Background()
+	sb, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage(), User: "65534:65534", Workdir: "/tmp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close(ctx)
+	if sb.(*Box).sock == nil {
+		t.Error("a non-root helper could not serve the shared socket")
+	}
+	res, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("id -u; touch /root/x 2>/dev/null || echo denied")})
+	if err != nil || string(res.Output) != "65534\ndenied\n" {
+		t.Errorf("as user 65534: %q, %v", res.Output, err)
+	}
+}
