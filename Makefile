@@ -2,11 +2,12 @@
 # every sandbox as its shim.
 GO ?= go
 export CGO_ENABLED ?= 0
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 
 .PHONY: build test vet bench demo clean
 
 build:
-	$(GO) build -trimpath -o bin/swerve ./cmd/swerve
+	$(GO) build -trimpath -ldflags "-X github.com/swerve-dev/swerve/internal/version.Version=$(VERSION)" -o bin/swerve ./cmd/swerve
 
 vet:
 	$(GO) vet ./...
@@ -17,7 +18,7 @@ test: vet
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 200x ./internal/sandbox/...
+	$(GO) test -run '^$$' -bench . -benchtime 100x ./internal/...
 
 demo: build
 	./scripts/demo.sh

@@ -14,8 +14,11 @@ import (
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
-// pullAttempts bounds retries of a pull that the registry rate-limits.
+// pullAttempts bounds retries of a pull that the registry rate-limits;
+// pullBaseDelay is the first wait, doubled each time (tests shorten it).
 const pullAttempts = 6
+
+var pullBaseDelay = 5 * time.Second
 
 // ensureImage makes image present according to the pull policy.
 func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) error {
@@ -50,7 +53,7 @@ func howToGet(image string) string {
 // pull pulls image, retrying with exponential backoff and jitter while the
 // registry answers 429 (too many requests).
 func (b *Backend) pull(ctx context.Context, image string, progress io.Writer) error {
-	delay := 5 * time.Second
+	delay := pullBaseDelay
 	var err error
 	for attempt := 1; attempt <= pullAttempts; attempt++ {
 		err = b.pullOnce(ctx, image, progress)
