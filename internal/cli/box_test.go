@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -91,5 +92,62 @@ func TestRealTasksBoxes(t *testing.T) {
 	}
 	if n != 5 {
 		t.Errorf("%d real tasks, want 5", n)
+	}
+}
+
+// TestValidateRealTasks is the regression users run before training, on real
+// SWE-bench Verified tasks: gold patch → reward 1 and no patch → reward 0
+// for each, in fresh boxes from the harness-named images, with the dataset's
+// own eval_script.
+func TestValidateRealTasks(t *testing.T) {
+	shared := testutil.SharedDir(t)
+	if err := docker.Probe(t.Context()); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	ids := []string{"django__django-15499", "django__django-16139", "django__django-16901", "django__django-16938", "django__django-17087"}
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	parquet := filepath.Join(shared, "data", "swebench", "verified-test.parquet")
+	if _, _, err := execTasksCLI(t, "exec", "--dataset", parquet, "--instance_id", ids[0], "--pull", "never", "--", "true"); err != nil {
+		if os.Getenv("SWERVE_REALTASKS") == "1" {
+			t.Fatalf("SWERVE_REALTASKS=1 but the real task images are missing: %v", err)
+		}
+		t.Skipf("real task images not built (../shared/realtasks/build.sh): %v", err)
+	}
+	out, stderr, err := execTasksCLI(t, "validate", "--dataset", parquet, "--instance_ids", strings.Join(ids, ","), "--pull", "never", "--max_workers", "2", "--json")
+	if err != nil {
+		t.Fatalf("validate: %v\n%s\n%s", err, out, stderr)
+	}
+	var sum validationSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out)
+	}
+	if sum.Total != 5 || sum.Passed != 5 || len(sum.Failed) != 0 {
+		t.Errorf("validate: %+v", sum)
+	}
+	for _, v := range sum.Tasks {
+		if v.Gold != 1 || v.Empty != 0 || !v.OK {
+			t.Errorf("%s: gold %v (%s), empty %v (%s)", v.InstanceID, v.Gold, v.GoldReason, v.Empty, v.EmptyReason)
+		}
+	}
+}
+
+func TestGradeLogNoBox(t *testing.T) {
+	shared := testutil.SharedDir(t)
+	dir := filepath.Join(testutil.RepoRoot(t), "internal", "reward", "swebench", "testdata", "reports", "django__django-16901.gold")
+	parquet := filepath.Join(shared, "data", "swebench", "verified-test.parquet")
+	out, stderr, err := execTasksCLI(t, "grade", "--dataset", parquet, "--instance_id", "django__django-16901", "--log", filepath.Join(dir, "test_output.txt"))
+	if err != nil {
+		t.Fatalf("grade --log: %v (%s)", err, stderr)
+	}
+	var got, want any
+	json.Unmarshal([]byte(out), &got)
+	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
+	json.Unmarshal(b, &want)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("grade --log printed\n%s\nwant the harness's report\n%s", out, b)
+	}
+	_, _, err = execTasksCLI(t, "grade", "--dataset", parquet, "--instance_id", "django__django-16901", "--log", filepath.Join(dir, "..", "django__django-16901.nopatch", "test_output.txt"))
+	if ee, ok := err.(exitError); !ok || ee.code != 1 {
+		t.Errorf("grade of an unresolved log: %v, want exit status 1", err)
 	}
 }

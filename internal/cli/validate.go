@@ -1,0 +1,165 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+func init() { register(newValidateCmd) }
+
+// validation is one task's pair of checks.
+type validation struct {
+	InstanceID  string  `json:"instance_id"`
+	Gold        float64 `json:"gold_reward"`
+	GoldReason  string  `json:"gold_reason"`
+	Empty       float64 `json:"empty_reward"`
+	EmptyReason string  `json:"empty_reason"`
+	OK          bool    `json:"ok"`
+	Error       string  `json:"error,omitempty"`
+	Seconds     float64 `json:"seconds"`
+}
+
+// validationSummary is validate's JSON summary.
+type validationSummary struct {
+	Dataset string       `json:"dataset"`
+	Total   int          `json:"total"`
+	Passed  int          `json:"passed"`
+	Failed  []string     `json:"failed_ids"`
+	Tasks   []validation `json:"tasks"`
+}
+
+func newValidateCmd() *cobra.Command {
+	var (
+		df      datasetFlags
+		bf      boxFlags
+		workers int
+		timeout time.Duration
+		asJSON  bool
+	)
+	cmd := &cobra.Command{
+		Use:   "validate --dataset D [--instance_ids ...] [--max_workers N]",
+		Short: "Check every task grades right: gold patch gives 1, no patch gives 0",
+		Long: `validate runs, for each task, its gold patch (which must be resolved: reward
+1) and no patch at all (which must not: reward 0), each in a fresh box from
+the task's image with the dataset's eval_script unchanged. It prints a table
+and a summary, lists the tasks that fail either check with the reason, and
+exits non-zero if any does. Run it before training on a dataset.`,
+		Example: `  swerve validate --dataset verified-test.parquet --instance_ids django__django-16901,django__django-17087
+  swerve validate --dataset tasks.jsonl --max_workers 4 --json > validation.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tasks, err := df.load(cmd)
+			if err != nil {
+				return err
+			}
+			for i := range tasks {
+				if err := checkGrader(&tasks[i], ""); err != nil {
+					return err
+				}
+			}
+			ctx := cmd.Context()
+			results := make([]validation, len(tasks))
+			var mu sync.Mutex
+			done := 0
+			g := new(errgroup.Group)
+			g.SetLimit(max(1, workers))
+			for i := range tasks {
+				g.Go(func() error {
+					results[i] = validateOne(cmd, &bf, &tasks[i], timeout)
+					mu.Lock()
+					done++
+					if !asJSON {
+						v := results[i]
+						cmd.PrintErrf("[%d/%d] %s: gold %.0f, empty %.0f%s\n", done, len(tasks), v.InstanceID, v.Gold, v.Empty, okMark(v))
+					}
+					mu.Unlock()
+					return ctx.Err()
+				})
+			}
+			if err := g.Wait(); err != nil {
+				return err
+			}
+			sum := validationSummary{Dataset: df.Dataset, Total: len(results), Failed: []string{}, Tasks: results}
+			for _, v := range results {
+				if v.OK {
+					sum.Passed++
+				} else {
+					sum.Failed = append(sum.Failed, v.InstanceID)
+				}
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(sum); err != nil {
+					return err
+				}
+			} else {
+				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "INSTANCE_ID\tGOLD\tEMPTY\tOK\tSECONDS\tREASON")
+				for _, v := range results {
+					reason := ""
+					if !v.OK {
+						reason = v.Error
+						if reason == "" {
+							reason = "gold: " + v.GoldReason + "; empty: " + v.EmptyReason
+						}
+					}
+					fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%v\t%.1f\t%s\n", v.InstanceID, v.Gold, v.Empty, v.OK, v.Seconds, reason)
+				}
+				tw.Flush()
+				fmt.Fprintf(out, "\n%d of %d tasks valid\n", sum.Passed, sum.Total)
+			}
+			if len(sum.Failed) > 0 {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	df.register(cmd.Flags())
+	bf.register(cmd.Flags())
+	cmd.Flags().IntVar(&workers, "max_workers", 2, "tasks validated at once")
+	cmd.Flags().DurationVar(&timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON on stdout")
+	return cmd
+}
+
+func okMark(v validation) string {
+	if v.OK {
+		return ""
+	}
+	if v.Error != "" {
+		return " FAILED: " + v.Error
+	}
+	return " FAILED"
+}
+
+// validateOne runs the gold and the empty check for t.
+func validateOne(cmd *cobra.Command, bf *boxFlags, t *task.Task, timeout time.Duration) (v validation) {
+	start := time.Now()
+	v.InstanceID = t.InstanceID
+	defer func() { v.Seconds = time.Since(start).Seconds() }()
+	ctx := cmd.Context()
+	gold, err := gradeInBox(ctx, bf, t, t.Patch, timeout, cmd.ErrOrStderr())
+	if err != nil {
+		v.Error = "gold run: " + err.Error()
+		return v
+	}
+	v.Gold, v.GoldReason = gold.Reward(), gold.Reason
+	empty, err := gradeInBox(ctx, bf, t, "", timeout, cmd.ErrOrStderr())
+	if err != nil {
+		v.Error = "empty run: " + err.Error()
+		return v
+	}
+	v.Empty, v.EmptyReason = empty.Reward(), empty.Reason
+	v.OK = v.Gold == 1 && v.Empty == 0
+	return v
+}

@@ -1,0 +1,408 @@
+// Package swebench grades a task the way the SWE-bench harness (5.x) does:
+// run the task's eval script, cut the test section out of the log between
+// the harness's markers, parse it with the task's log parser, and check
+// every FAIL_TO_PASS and PASS_TO_PASS test.
+//
+// Evaluate grades a log that already exists; Run produces one in a fresh
+// box and grades it. Report renders the harness's report.json.
+package swebench
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// Markers the harness prints into logs (swebench/harness/constants).
+const (
+	ApplyPatchFail  = ">>>>> Patch Apply Failed"
+	ApplyPatchPass  = ">>>>> Applied Patch"
+	ResetFailed     = ">>>>> Reset Failed"
+	TestsError      = ">>>>> Tests Errored"
+	TestsTimeout    = ">>>>> Tests Timed Out"
+	StartTestOutput = ">>>>> Start Test Output"
+	EndTestOutput   = ">>>>> End Test Output"
+	TestExitCode    = ">>>>> Test Exit Code"
+)
+
+// badCodes void a log wherever they appear in it.
+var badCodes = []string{ApplyPatchFail, ResetFailed, TestsError, TestsTimeout}
+
+// suiteRan is evidence that a test runner executed even though no test was
+// parsed (5.x): every count must be non-zero.
+var suiteRan = regexp.MustCompile(`(?m)Executed [1-9]\d* of \d+` +
+	`|TOTAL: [1-9]\d* (?:SUCCESS|FAILED)` +
+	`|[1-9]\d* passing` +
+	`|Tests:\s+[1-9]\d*` +
+	`|Test Suites:\s+(?:\d+ \w+, )*[1-9]\d* total` +
+	`|^# tests [1-9]\d*` +
+	`|[1-9]\d* specs?, \d+ failures?` +
+	`|': ok$`)
+
+var testExitCodeRe = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
+
+// Eval types (the dataset's eval_type field).
+const (
+	EvalPassAndFail = "pass_and_fail"
+	EvalFailOnly    = "fail_only"
+)
+
+// Outcome lists the tests of one category that passed and failed.
+type Outcome struct {
+	Success []string `json:"success"`
+	Failure []string `json:"failure"`
+}
+
+// TestsStatus is report.json's tests_status.
+type TestsStatus struct {
+	FailToPass Outcome `json:"FAIL_TO_PASS"`
+	PassToPass Outcome `json:"PASS_TO_PASS"`
+	FailToFail Outcome `json:"FAIL_TO_FAIL"`
+	PassToFail Outcome `json:"PASS_TO_FAIL"`
+}
+
+// Result is one graded log.
+type Result struct {
+	InstanceID string
+	// PatchIsNone and PatchExists are report.json's fields of the same name.
+	PatchIsNone bool
+	PatchExists bool
+	// Found is report.json's patch_successfully_applied: the log is a
+	// valid test run (no failure marker, markers present, tests parsed).
+	Found    bool
+	Resolved bool
+	// InfraFailure marks a log that shows an environment fault rather than
+	// a wrong patch (advisory, as in the harness).
+	InfraFailure       bool
+	InfraFailureReason string
+	Tests              TestsStatus
+	// Status is what the parser read from the log.
+	Status StatusMap
+	// Reason says in a few words why the result is what it is.
+	Reason string
+}
+
+// Reward is 1 for a resolved task and 0 otherwise.
+func (r *Result) Reward() float64 {
+	if r.Resolved {
+		return 1
+	}
+	return 0
+}
+
+// Options adjust Evaluate.
+type Options struct {
+	// PatchIsNone grades a prediction whose patch is null: nothing ran.
+	PatchIsNone bool
+	// StrictNames turns off the one place swerve reads a log more kindly
+	// than the harness: django results filed under Python 3.11's unittest
+	// labels also count for the older labels rows were recorded with (see
+	// withUnittestAliases). With it set, reports equal the harness's.
+	StrictNames bool
+}
+
+// Evaluate grades log, the output of the task's eval script, as the
+// harness's get_eval_report does.
+func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
+	r := &Result{InstanceID: t.InstanceID}
+	if opts.PatchIsNone {
+		r.PatchIsNone = true
+		r.Reason = "no patch"
+		return r, nil
+	}
+	r.PatchExists = true
+	parser, err := ParserFor(t)
+	if err != nil {
+		return nil, err
+	}
+	evalType, err := evalTypeOf(t)
+	if err != nil {
+		return nil, err
+	}
+	sm, reason := statusFromLog(t, parser, log)
+	if sm == nil {
+		r.Reason = reason
+		r.InfraFailureReason, r.InfraFailure = classifyInfra(log)
+		return r, nil
+	}
+	r.Found = true
+	r.Status = sm
+	if !opts.StrictNames && (t.LogParser == "parse_log_django" || (t.LogParser == "" && t.Repo == "django/django")) {
+		sm = withUnittestAliases(sm)
+	}
+	r.Tests = testsReport(sm, t.FailToPass, t.PassToPass, evalType)
+	f2p, p2p := ratio(r.Tests.FailToPass), ratio(r.Tests.PassToPass)
+	r.Resolved = f2p == 1 && p2p == 1
+	switch {
+	case r.Resolved:
+		r.Reason = "resolved"
+	case len(r.Tests.FailToPass.Failure) > 0 && len(r.Tests.PassToPass.Failure) > 0:
+		r.Reason = fmt.Sprintf("FAIL_TO_PASS failed: %s; PASS_TO_PASS failed: %s", names(r.Tests.FailToPass.Failure), names(r.Tests.PassToPass.Failure))
+	case len(r.Tests.FailToPass.Failure) > 0:
+		r.Reason = "FAIL_TO_PASS failed: " + names(r.Tests.FailToPass.Failure)
+	default:
+		r.Reason = "PASS_TO_PASS failed: " + names(r.Tests.PassToPass.Failure)
+	}
+	return r, nil
+}
+
+// names lists a few test names for a reason line.
+func names(tests []string) string {
+	const most = 3
+	if len(tests) <= most {
+		return strings.Join(tests, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(tests[:most], ", "), len(tests)-most)
+}
+
+func evalTypeOf(t *task.Task) (string, error) {
+	raw, ok := t.RawField("eval_type")
+	if !ok {
+		return EvalPassAndFail, nil
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil || (v != EvalPassAndFail && v != EvalFailOnly && v != "") {
+		return "", fmt.Errorf("task %s: eval_type: want %q or %q, got %s", t.InstanceID, EvalPassAndFail, EvalFailOnly, raw)
+	}
+	if v == "" {
+		v = EvalPassAndFail
+	}
+	return v, nil
+}
+
+// statusFromLog is the harness's get_logs_eval: it returns nil and why when
+// the log is not a valid test run.
+func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) {
+	for _, code := range badCodes {
+		if strings.Contains(log, code) {
+			return nil, "log says " + strings.TrimPrefix(code, ">>>>> ")
+		}
+	}
+	// The first start marker, then the first end marker after it, as the
+	// harness's split()[1].split()[0] reads them.
+	_, afterStart, okStart := strings.Cut(log, StartTestOutput)
+	if !okStart || !strings.Contains(log, EndTestOutput) {
+		return nil, "test output markers missing: the eval script did not reach its tests"
+	}
+	section, _, _ := strings.Cut(afterStart, EndTestOutput)
+	sm := parser(section, t)
+	if len(sm) == 0 {
+		// Some runners print results outside the markers.
+		sm = parser(log, t)
+	}
+	if len(sm) == 0 && !suiteRan.MatchString(log) {
+		return nil, "no test results in the log"
+	}
+	if m := testExitCodeRe.FindStringSubmatch(log); m != nil {
+		code, err := strconv.Atoi(m[1])
+		if err == nil && code != 0 && len(sm) > 0 && !anyFailed(sm) {
+			return nil, fmt.Sprintf("test command exited %d but the log reports no failure", code)
+		}
+	}
+	if sm == nil {
+		sm = StatusMap{}
+	}
+	return sm, ""
+}
+
+func anyFailed(sm StatusMap) bool {
+	for _, s := range sm {
+		if s == Failed || s == Error {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveCase finds the status-map key for a dataset test name. Names the
+// dataset truncated inside a parametrisation (more '[' than ']') match by
+// prefix when every candidate agrees on pass or fail.
+func resolveCase(name string, sm StatusMap) (string, bool) {
+	if _, ok := sm[name]; ok {
+		return name, true
+	}
+	if strings.Count(name, "[") <= strings.Count(name, "]") {
+		return "", false
+	}
+	var first string
+	seen := map[bool]bool{}
+	for k, s := range sm {
+		if strings.HasPrefix(k, name) {
+			if first == "" || k < first {
+				first = k
+			}
+			seen[s == Passed || s == XFail] = true
+		}
+	}
+	if first == "" || len(seen) != 1 {
+		return "", false
+	}
+	return first, true
+}
+
+func testPassed(name string, sm StatusMap) bool {
+	k, ok := resolveCase(name, sm)
+	return ok && (sm[k] == Passed || sm[k] == XFail)
+}
+
+// testMaintained is the PASS_TO_PASS rule: skipped is not a regression.
+func testMaintained(name string, sm StatusMap) bool {
+	k, ok := resolveCase(name, sm)
+	return testPassed(name, sm) || (ok && sm[k] == Skipped)
+}
+
+// testFailed: missing, failed, errored, or (for FAIL_TO_PASS) skipped.
+func testFailed(name string, sm StatusMap) bool {
+	k, ok := resolveCase(name, sm)
+	return !ok || sm[k] == Failed || sm[k] == Error || sm[k] == Skipped
+}
+
+func testsReport(sm StatusMap, f2p, p2p []string, evalType string) TestsStatus {
+	ts := TestsStatus{
+		FailToPass: Outcome{Success: []string{}, Failure: []string{}},
+		PassToPass: Outcome{Success: []string{}, Failure: []string{}},
+		FailToFail: Outcome{Success: []string{}, Failure: []string{}},
+		PassToFail: Outcome{Success: []string{}, Failure: []string{}},
+	}
+	failOnly := func(o *Outcome, name string) {
+		if s, ok := sm[name]; ok && s == Failed {
+			o.Failure = append(o.Failure, name)
+		} else {
+			o.Success = append(o.Success, name)
+		}
+	}
+	for _, name := range f2p {
+		switch {
+		case evalType == EvalFailOnly:
+			failOnly(&ts.FailToPass, name)
+		case testPassed(name, sm):
+			ts.FailToPass.Success = append(ts.FailToPass.Success, name)
+		case testFailed(name, sm):
+			ts.FailToPass.Failure = append(ts.FailToPass.Failure, name)
+		}
+	}
+	for _, name := range p2p {
+		switch {
+		case evalType == EvalFailOnly:
+			failOnly(&ts.PassToPass, name)
+		case testMaintained(name, sm):
+			ts.PassToPass.Success = append(ts.PassToPass.Success, name)
+		case testFailed(name, sm):
+			ts.PassToPass.Failure = append(ts.PassToPass.Failure, name)
+		}
+	}
+	return ts
+}
+
+// ratio is the share of successes, 1 when there is nothing to check.
+func ratio(o Outcome) float64 {
+	n := len(o.Success) + len(o.Failure)
+	if n == 0 {
+		return 1
+	}
+	return float64(len(o.Success)) / float64(n)
+}
+
+// unittestName matches unittest's Python ≥ 3.11 label "test_x (mod.Class.test_x)".
+var unittestName = regexp.MustCompile(`^(\w+) \(([\w.]+)\.(\w+)\)$`)
+
+// withUnittestAliases also files each "test_x (mod.Class.test_x)" result
+// under "test_x (mod.Class)", the label Python < 3.11 prints and SWE-bench's
+// django rows before 5.0 were recorded with. Logs from the official images
+// (Python 3.9) never contain the long form, so this changes nothing there;
+// it lets the same rows grade on images with a newer Python.
+func withUnittestAliases(sm StatusMap) StatusMap {
+	var out StatusMap
+	for k, s := range sm {
+		m := unittestName.FindStringSubmatch(k)
+		if m == nil || m[1] != m[3] {
+			continue
+		}
+		short := m[1] + " (" + m[2] + ")"
+		if _, taken := sm[short]; taken {
+			continue
+		}
+		if out == nil {
+			out = make(StatusMap, len(sm)+8)
+			for k2, s2 := range sm {
+				out[k2] = s2
+			}
+		}
+		out[short] = s
+	}
+	if out == nil {
+		return sm
+	}
+	return out
+}
+
+// infraSignatures recognise environment faults in a log that has no valid
+// test run (5.x harness/infra_failure.py); environment=true marks faults a
+// patch cannot cause.
+var infraSignatures = []struct {
+	reason      string
+	environment bool
+	re          *regexp.Regexp
+}{
+	{"browser_launch_failed", true, regexp.MustCompile(`(?m)Failed to launch|Failed to connect to the bus`)},
+	{"display_unavailable", true, regexp.MustCompile(`(?m)cannot open display|Missing X server|unable to open X display`)},
+	{"out_of_memory", true, regexp.MustCompile(`(?m)Cannot allocate memory|OutOfMemoryError|^Killed$`)},
+	{"container_unavailable", true, regexp.MustCompile(`(?m)Error response from daemon|Cannot connect to the Docker daemon`)},
+	{"network_unreachable", true, regexp.MustCompile(`(?m)Could not resolve host|Temporary failure in name resolution`)},
+	{"missing_module", false, regexp.MustCompile(`(?m)Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError`)},
+	{"no_tests_collected", false, regexp.MustCompile(`(?m)no tests ran|collected 0 items`)},
+	{"tests_timed_out", false, regexp.MustCompile(`(?m)Timeout error: \d+ seconds exceeded`)},
+}
+
+func classifyInfra(log string) (string, bool) {
+	for _, s := range infraSignatures {
+		if s.re.MatchString(log) {
+			return s.reason, s.environment
+		}
+	}
+	return "", false
+}
+
+// repoParsers is the harness's repository → parser map, for rows that name
+// no log_parser.
+var repoParsers = map[string]string{
+	"astropy/astropy":              "parse_log_astropy",
+	"django/django":                "parse_log_django",
+	"marshmallow-code/marshmallow": "parse_log_marshmallow",
+	"matplotlib/matplotlib":        "parse_log_matplotlib",
+	"mwaskom/seaborn":              "parse_log_seaborn",
+	"pallets/flask":                "parse_log_flask",
+	"psf/requests":                 "parse_log_requests",
+	"pvlib/pvlib-python":           "parse_log_pvlib",
+	"pydata/xarray":                "parse_log_xarray",
+	"pydicom/pydicom":              "parse_log_pydicom",
+	"pylint-dev/astroid":           "parse_log_astroid",
+	"pylint-dev/pylint":            "parse_log_pylint",
+	"pytest-dev/pytest":            "parse_log_pytest",
+	"pyvista/pyvista":              "parse_log_pyvista",
+	"scikit-learn/scikit-learn":    "parse_log_scikit",
+	"sqlfluff/sqlfluff":            "parse_log_sqlfluff",
+	"sphinx-doc/sphinx":            "parse_log_sphinx",
+	"sympy/sympy":                  "parse_log_sympy",
+}
+
+// ParserFor picks the task's parser: its log_parser field, else the one
+// the harness uses for its repository.
+func ParserFor(t *task.Task) (Parser, error) {
+	name := t.LogParser
+	if name == "" {
+		name = repoParsers[t.Repo]
+	}
+	if name == "" {
+		return nil, fmt.Errorf("task %s: log_parser: the row names none and swerve knows no parser for repository %q", t.InstanceID, t.Repo)
+	}
+	p, err := LookupParser(name)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: log_parser: %w", t.InstanceID, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,69 @@
+package swebench
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// TestParsersGolden runs every parser on the logs under
+// testdata/parsers/<parser name>/<case>.log and compares the result with
+// <case>.json, the status map SWE-bench's own parser (5.x) gives for the same
+// log: the expected files are the official grader's answers, not ours, so
+// there is no -update flag. A <case>.task.json, when present, holds the task
+// fields the parser is given.
+func TestParsersGolden(t *testing.T) {
+	logs, err := filepath.Glob(filepath.Join("testdata", "parsers", "*", "*.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(logs) == 0 {
+		t.Fatal("no golden logs under testdata/parsers")
+	}
+	for _, logPath := range logs {
+		name := filepath.Base(filepath.Dir(logPath))
+		c := strings.TrimSuffix(filepath.Base(logPath), ".log")
+		t.Run(name+"/"+c, func(t *testing.T) {
+			p, err := LookupParser(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			log, err := os.ReadFile(logPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			base := strings.TrimSuffix(logPath, ".log")
+			var want StatusMap
+			if err := readJSON(base+".json", &want); err != nil {
+				t.Fatal(err)
+			}
+			var tk task.Task
+			if _, err := os.Stat(base + ".task.json"); err == nil {
+				if err := readJSON(base+".task.json", &tk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := p(string(log), &tk)
+			if got == nil {
+				got = StatusMap{}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s on %s differs from SWE-bench's parser (-official +swerve):\n%s", name, logPath, diff)
+			}
+		})
+	}
+}
+
+func readJSON(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
