@@ -11,11 +11,44 @@ func init() { RegisterParser("parse_log_django", parseDjango) }
 
 // djangoInterrupted matches a test whose "ok" was pushed to the next line by
 // a long message django's runner prints in between; the official parser
-// recognises these three forms over the whole log.
-var djangoInterrupted = []*regexp.Regexp{
-	regexp.MustCompile(`(?m)^(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Testing against Django installed in ((?s:.*?)) silenced\)\.\nok$`),
-	regexp.MustCompile(`(?m)^(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Internal Server Error: /(.*)/\nok$`),
-	regexp.MustCompile(`(?m)^(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]System check identified no issues \(0 silenced\)\nok$`),
+// recognises these three forms over the whole log. Each match must start at
+// a line holding its anchor text, so only those lines are tried (see
+// findAnchored); the patterns are anchored at the start of the text.
+var djangoInterrupted = []struct {
+	anchor string
+	re     *regexp.Regexp
+}{
+	{"Testing against Django installed in ", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Testing against Django installed in ((?s:.*?)) silenced\)\.\nok$`)},
+	{"Internal Server Error: /", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Internal Server Error: /(.*)/\nok$`)},
+	{"System check identified no issues (0 silenced)\nok", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]System check identified no issues \(0 silenced\)\nok$`)},
+}
+
+// findAnchored returns group 1 of every match of re in log, as Python's
+// re.finditer with a multiline "^" would find them (leftmost first, not
+// overlapping), given that a match can only start at the beginning of a line
+// that contains anchor. re must be anchored with \A.
+func findAnchored(log, anchor string, re *regexp.Regexp) []string {
+	var out []string
+	pos := 0
+	for pos < len(log) {
+		i := strings.Index(log[pos:], anchor)
+		if i < 0 {
+			break
+		}
+		at := pos + i
+		lineStart := max(pos, strings.LastIndexByte(log[:at], '\n')+1)
+		if m := re.FindStringSubmatchIndex(log[lineStart:]); m != nil {
+			out = append(out, log[lineStart+m[2]:lineStart+m[3]])
+			pos = lineStart + max(m[1], 1)
+			continue
+		}
+		nl := strings.IndexByte(log[at:], '\n')
+		if nl < 0 {
+			break
+		}
+		pos = at + nl + 1
+	}
+	return out
 }
 
 var djangoPassSuffixes = []string{" ... ok", " ... OK", " ...  OK"}
@@ -72,9 +105,9 @@ func parseDjango(log string, _ *task.Task) StatusMap {
 			sm[prev] = Passed
 		}
 	}
-	for _, re := range djangoInterrupted {
-		for _, m := range re.FindAllStringSubmatch(log, -1) {
-			sm[m[1]] = Passed
+	for _, p := range djangoInterrupted {
+		for _, name := range findAnchored(log, p.anchor, p.re) {
+			sm[name] = Passed
 		}
 	}
 	return sm

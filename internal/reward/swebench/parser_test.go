@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,4 +67,30 @@ func readJSON(path string, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// findAnchored must find exactly what the unanchored multiline pattern finds.
+func TestFindAnchoredEqualsFindAll(t *testing.T) {
+	logs := []string{
+		"a ... Testing against Django installed in x\ny silenced).\nok\nb ... Testing against Django installed in z silenced).\nok",
+		"a ... Testing against Django installed in x silenced).\nokay\nmore silenced).\nok\n",
+		"first ... second ... Testing against Django installed in q silenced).\nok",
+		"no anchor here\n",
+		"x ... Internal Server Error: /a/b/\nok\ny ... Internal Server Error: /c/\nnot ok\nz ... Internal Server Error: /d/\nok",
+		"t ... System check identified no issues (0 silenced)\nok\nu ... System check identified no issues (0 silenced)\nok",
+		"Testing against Django installed in '/testbed/django'\nt ... Testing against Django installed in\tfoo silenced).\nok",
+	}
+	for _, p := range djangoInterrupted {
+		full := regexp.MustCompile(strings.Replace(p.re.String(), `\A`, `^`, 1))
+		for _, log := range logs {
+			var want []string
+			for _, m := range full.FindAllStringSubmatch(log, -1) {
+				want = append(want, m[1])
+			}
+			got := findAnchored(log, p.anchor, p.re)
+			if !cmp.Equal(want, got) {
+				t.Errorf("anchor %q on %q: got %q, want %q", p.anchor, log, got, want)
+			}
+		}
+	}
 }
