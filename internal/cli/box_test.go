@@ -11,6 +11,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/local"
+	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
@@ -150,4 +151,67 @@ func TestGradeLogNoBox(t *testing.T) {
 	if ee, ok := err.(exitError); !ok || ee.code != 1 {
 		t.Errorf("grade of an unresolved log: %v, want exit status 1", err)
 	}
+}
+
+func TestGradePredictions(t *testing.T) {
+	shared := testutil.SharedDir(t)
+	if err := docker.Probe(t.Context()); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	rows := filepath.Join(shared, "realtasks", "instances.jsonl")
+	if _, _, err := execTasksCLI(t, "exec", "--dataset", rows, "--instance_id", "django__django-16901", "--pull", "never", "--", "true"); err != nil {
+		if os.Getenv("SWERVE_REALTASKS") == "1" {
+			t.Fatalf("SWERVE_REALTASKS=1 but the real task images are missing: %v", err)
+		}
+		t.Skipf("real task images not built: %v", err)
+	}
+	res, err := task.Load(t.Context(), rows, task.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gold := map[string]string{}
+	for _, tk := range res.Tasks {
+		gold[tk.InstanceID] = tk.Patch
+	}
+	dir := t.TempDir()
+	preds := filepath.Join(dir, "preds.json") // the JSON list form
+	list := []map[string]any{
+		{"instance_id": "django__django-16901", "model_name_or_path": "org/m", "model_patch": gold["django__django-16901"]},
+		{"instance_id": "django__django-17087", "model_name_or_path": "org/m", "model_patch": "diff --git a/nope.py b/nope.py\n--- a/nope.py\n+++ b/nope.py\n@@ -1 +1 @@\n-x\n+y\n"},
+		{"instance_id": "django__django-16938", "model_name_or_path": "org/m", "model_patch": nil},
+	}
+	b, _ := json.Marshal(list)
+	os.WriteFile(preds, b, 0o644)
+	logs, reports := filepath.Join(dir, "logs"), filepath.Join(dir, "reports")
+	args := []string{"grade", "--dataset", rows, "--predictions", preds, "--run_id", "r1", "--log_dir", logs, "--report_dir", reports, "--pull", "never"}
+	if _, stderr, err := execTasksCLI(t, args...); err != nil {
+		t.Fatalf("grade --predictions: %v\n%s", err, stderr)
+	}
+	var sum runSummary
+	if err := readJSONFile(filepath.Join(reports, "org__m.r1.json"), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(sum.ResolvedIDs, []string{"django__django-16901"}) || !reflect.DeepEqual(sum.ErrorIDs, []string{"django__django-17087"}) ||
+		!reflect.DeepEqual(sum.EmptyPatchIDs, []string{"django__django-16938"}) || sum.Total != 5 || sum.Submitted != 3 || len(sum.IncompleteIDs) != 2 || sum.SchemaVersion != 2 {
+		t.Errorf("summary: %+v", sum)
+	}
+	for _, f := range []string{"patch.diff", "test_output.txt", "report.json"} {
+		if _, err := os.Stat(filepath.Join(logs, "r1", "org__m", "django__django-16901", f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// A second run reuses the report instead of grading again.
+	_, stderr, err := execTasksCLI(t, args...)
+	if err != nil || !strings.Contains(stderr, "django__django-16901: report exists, reusing it") {
+		t.Errorf("rerun: %v\n%s", err, stderr)
+	}
+}
+
+func readJSONFile(path string, v any) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
 }

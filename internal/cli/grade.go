@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -45,9 +46,12 @@ func newGradeCmd() *cobra.Command {
 		gold               bool
 		timeout            time.Duration
 		force, saveLog     string
+		predsPath, runID   string
+		logDir, reportDir  string
+		workers            int
 	)
 	cmd := &cobra.Command{
-		Use:   "grade --dataset D --instance_id ID (--log FILE | --patch FILE | --gold)",
+		Use:   "grade --dataset D (--instance_id ID (--log FILE | --patch FILE | --gold) | --predictions FILE)",
 		Short: "Grade a test log, or a patch in a fresh box, the way the official harness does",
 		Long: `grade prints the SWE-bench harness's report.json object for one task.
 
@@ -59,12 +63,40 @@ eval_script unchanged under --eval_timeout, and grades the output. An empty
 patch file runs the tests on the unpatched repository.
 
 The verdict and its reason go to stderr; the exit code is 0 when resolved,
-1 when not.`,
+1 when not.
+
+With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
+list, or a JSON object keyed by instance_id; fields instance_id,
+model_name_or_path, model_patch), --max_workers at a time, and writes what
+the harness writes: logs/run_evaluation/<run_id>/<model>/<instance_id>/
+{patch.diff, test_output.txt, report.json} and <model>.<run_id>.json with the
+resolved, unresolved, empty-patch and error ids. Instances whose report.json
+exists are not run again, so an interrupted run resumes.`,
 		Example: `  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --log test_output.txt
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --gold
-  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log`,
+  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log
+  swerve grade --dataset verified-test.parquet --predictions preds.jsonl --run_id try1 --max_workers 4`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if predsPath != "" {
+				if logPath != "" || patchPath != "" || gold {
+					return fmt.Errorf("--predictions grades many tasks; it does not go with --log, --patch or --gold")
+				}
+				preds, err := loadPredictions(predsPath)
+				if err != nil {
+					return err
+				}
+				tasks, err := df.load(cmd)
+				if err != nil {
+					return err
+				}
+				for i := range tasks {
+					if err := checkGrader(&tasks[i], force); err != nil {
+						return err
+					}
+				}
+				return gradePredictions(cmd, tasks, preds, &bf, timeout, workers, runID, logDir, reportDir)
+			}
 			modes := 0
 			for _, on := range []bool{logPath != "", patchPath != "", gold} {
 				if on {
@@ -72,7 +104,7 @@ The verdict and its reason go to stderr; the exit code is 0 when resolved,
 				}
 			}
 			if modes != 1 {
-				return fmt.Errorf("give exactly one of --log, --patch and --gold")
+				return fmt.Errorf("give exactly one of --log, --patch, --gold and --predictions")
 			}
 			t, err := oneTask(&df, func() ([]task.Task, error) { return df.load(cmd) })
 			if err != nil {
@@ -132,5 +164,10 @@ The verdict and its reason go to stderr; the exit code is 0 when resolved,
 	f.DurationVar(&timeout, "eval_timeout", swebench.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
 	f.StringVar(&force, "reward", "", "grader to use instead of the task's (swebench)")
 	f.StringVar(&saveLog, "save-log", "", "write the eval log here")
+	f.StringVar(&predsPath, "predictions", "", "grade this SWE-bench predictions file (.jsonl or .json)")
+	f.StringVar(&runID, "run_id", "swerve", "run id, as in the harness's log directory and summary name")
+	f.StringVar(&logDir, "log_dir", filepath.Join("logs", "run_evaluation"), "where per-instance logs and reports go")
+	f.StringVar(&reportDir, "report_dir", ".", "where the run summary goes")
+	f.IntVar(&workers, "max_workers", 4, "predictions graded at once")
 	return cmd
 }

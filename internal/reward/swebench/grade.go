@@ -126,7 +126,7 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	sm, reason := statusFromLog(t, parser, log)
 	if sm == nil {
 		r.Reason = reason
-		r.InfraFailureReason, r.InfraFailure = classifyInfra(log)
+		r.InfraFailureReason, r.InfraFailure = ClassifyInfra(log)
 		return r, nil
 	}
 	r.Found = true
@@ -358,7 +358,9 @@ var infraSignatures = []struct {
 	{"tests_timed_out", false, regexp.MustCompile(`(?m)Timeout error: \d+ seconds exceeded`)},
 }
 
-func classifyInfra(log string) (string, bool) {
+// ClassifyInfra names the environment fault a log shows, if any, and
+// whether it is one a patch cannot cause (otherwise it is ambiguous).
+func ClassifyInfra(log string) (reason string, environment bool) {
 	for _, s := range infraSignatures {
 		if s.re.MatchString(log) {
 			return s.reason, s.environment

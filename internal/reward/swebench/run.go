@@ -47,8 +47,10 @@ type RunResult struct {
 	Log string
 	// ApplyLog says which apply command worked, or why none did.
 	ApplyLog string
-	TimedOut bool
-	Duration time.Duration
+	// ApplyFailed: no apply command took the patch; nothing was run.
+	ApplyFailed bool
+	TimedOut    bool
+	Duration    time.Duration
 }
 
 // Run applies the patch in box (which must be fresh, from the task's
@@ -72,6 +74,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		}
 		rr.ApplyLog = applyLog
 		if !applied {
+			rr.ApplyFailed = true
 			rr.Log = ApplyPatchFail + ":\n" + applyLog
 			rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + lastLine(applyLog)}
 			rr.Duration = time.Since(start)
@@ -91,7 +94,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.TimedOut = true
 		rr.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
 		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: fmt.Sprintf("eval timed out after %s", timeout)}
-		rr.InfraFailureReason, rr.InfraFailure = classifyInfra(rr.Log)
+		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(rr.Log)
 		return rr, nil
 	}
 	r, err := Evaluate(t, rr.Log, Options{})
