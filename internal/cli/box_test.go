@@ -3,7 +3,9 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -214,4 +216,30 @@ func readJSONFile(path string, v any) error {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// TestValidateSampleLocal runs validate on the shipped sample tasks with the
+// local backend (no engine): the gold patch resolves each, no patch does not.
+func TestValidateSampleLocal(t *testing.T) {
+	// The box runs host commands: put a python3 that has pytest first.
+	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	out, stderr, err := execTasksCLI(t, "validate", "--dataset", tasksSampleDataset(t), "--backend", "local", "--json")
+	if err != nil {
+		t.Fatalf("validate: %v\n%s\n%s", err, out, stderr)
+	}
+	var sum validationSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatal(err)
+	}
+	if sum.Total != 2 || sum.Passed != 2 {
+		t.Errorf("validate on the sample: %+v", sum)
+	}
 }

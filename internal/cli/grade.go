@@ -30,12 +30,16 @@ func checkGrader(t *task.Task, force string) error {
 
 // gradeInBox opens a fresh box for t and runs the eval with patch.
 func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, patch string, timeout time.Duration, stderr io.Writer) (*swebench.RunResult, error) {
-	box, _, err := bf.open(ctx, *t, stderr)
+	box, backend, err := bf.open(ctx, *t, stderr)
 	if err != nil {
 		return nil, err
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	return swebench.Run(ctx, box, t, swebench.RunOptions{Patch: patch, EvalTimeout: timeout})
+	opts := swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: bf.Workdir}
+	if backend == "local" && opts.Workdir == "" {
+		opts.Workdir = "." // the copy of the repository is the box's directory
+	}
+	return swebench.Run(ctx, box, t, opts)
 }
 
 func newGradeCmd() *cobra.Command {

@@ -174,6 +174,14 @@ type ExecResult struct {
 // image's toolchain set-up in /etc/profile applies.
 func Bash(line string) []string { return []string{"bash", "-lc", line} }
 
+// Scratch is implemented by sandboxes whose absolute paths are shared with
+// other boxes (the local backend's are the host's): ScratchDir is an
+// absolute directory private to this box, outside the repository, for
+// files a grader puts in the box. Container boxes need not implement it.
+type Scratch interface {
+	ScratchDir() string
+}
+
 // Interactive is implemented by sandboxes that can attach a person's
 // terminal to a shell inside the box.
 type Interactive interface {

@@ -3,6 +3,7 @@ package swebench
 import (
 	"context"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -37,6 +38,10 @@ type RunOptions struct {
 	// EvalTimeout bounds the eval script; the whole process group is
 	// killed when it is reached. Zero means DefaultEvalTimeout.
 	EvalTimeout time.Duration
+	// Workdir is the repository in the box, where the patch is applied and
+	// the eval script starts; empty means Workdir (/testbed). "." is the
+	// box's own working directory (the local backend's copy).
+	Workdir string
 }
 
 // RunResult is a graded run.
@@ -67,8 +72,17 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	start := time.Now()
 	rr := &RunResult{}
+	dir := opts.Workdir
+	if dir == "" {
+		dir = Workdir
+	}
+	patchFile, evalFile := PatchFile, EvalFile
+	if sc, ok := box.(sandbox.Scratch); ok {
+		// Absolute paths are shared with other boxes here: use the box's own.
+		patchFile, evalFile = path.Join(sc.ScratchDir(), "patch.diff"), path.Join(sc.ScratchDir(), "eval.sh")
+	}
 	if opts.Patch != "" {
-		applied, applyLog, err := applyPatch(ctx, box, opts.Patch)
+		applied, applyLog, err := applyPatch(ctx, box, dir, patchFile, opts.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
 		}
@@ -81,10 +95,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 			return rr, nil
 		}
 	}
-	if err := box.WriteFile(ctx, EvalFile, []byte(t.EvalScript), 0o755); err != nil {
+	if err := box.WriteFile(ctx, evalFile, []byte(t.EvalScript), 0o755); err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", EvalFile}, Cwd: Workdir, Timeout: timeout, MaxOutput: maxLog})
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", evalFile}, Cwd: dir, Timeout: timeout, MaxOutput: maxLog})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
 	}
@@ -111,29 +125,29 @@ const maxLog = 64 << 20
 
 // applyPatch tries the harness's apply commands in order. It returns
 // whether one worked and what they printed.
-func applyPatch(ctx context.Context, box sandbox.Sandbox, patch string) (bool, string, error) {
-	if err := box.WriteFile(ctx, PatchFile, []byte(patch), 0o644); err != nil {
+func applyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch string) (bool, string, error) {
+	if err := box.WriteFile(ctx, patchFile, []byte(patch), 0o644); err != nil {
 		return false, "", err
 	}
 	var log strings.Builder
 	for i, cmd := range applyCmds {
 		if i > 0 {
 			// A failed attempt (--reject especially) leaves debris behind.
-			if _, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git checkout -- . ; git clean -fd"}, Cwd: Workdir, Timeout: time.Minute}); err != nil {
+			if _, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git checkout -- . ; git clean -fd"}, Cwd: dir, Timeout: time.Minute}); err != nil {
 				return false, log.String(), err
 			}
 		}
-		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", cmd + " " + PatchFile}, Cwd: Workdir, Timeout: 5 * time.Minute})
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", cmd + " " + patchFile}, Cwd: dir, Timeout: 5 * time.Minute})
 		if err != nil {
 			return false, log.String(), err
 		}
-		fmt.Fprintf(&log, "$ %s %s (exit %d)\n%s", cmd, PatchFile, res.ExitCode, res.Output)
+		fmt.Fprintf(&log, "$ %s %s (exit %d)\n%s", cmd, patchFile, res.ExitCode, res.Output)
 		if res.ExitCode == 0 {
 			return true, log.String(), nil
 		}
 	}
 	// Every command failed, yet the patch may be in place already.
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git apply --check --reverse " + PatchFile}, Cwd: Workdir, Timeout: time.Minute})
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git apply --check --reverse " + patchFile}, Cwd: dir, Timeout: time.Minute})
 	if err != nil {
 		return false, log.String(), err
 	}

@@ -159,7 +159,11 @@ type Box struct {
 var (
 	_ sandbox.Sandbox     = (*Box)(nil)
 	_ sandbox.Interactive = (*Box)(nil)
+	_ sandbox.Scratch     = (*Box)(nil)
 )
+
+// ScratchDir is the box's private temporary directory (also its TMPDIR).
+func (b *Box) ScratchDir() string { return filepath.Join(b.root, "tmp") }
 
 // ID is the box's directory.
 func (b *Box) ID() string { return b.root }
