@@ -231,15 +231,20 @@ func TestValidateSampleLocal(t *testing.T) {
 	}
 	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
 	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
-	out, stderr, err := execTasksCLI(t, "validate", "--dataset", tasksSampleDataset(t), "--backend", "local", "--json")
-	if err != nil {
-		t.Fatalf("validate: %v\n%s\n%s", err, out, stderr)
-	}
-	var sum validationSummary
-	if err := json.Unmarshal([]byte(out), &sum); err != nil {
-		t.Fatal(err)
-	}
-	if sum.Total != 2 || sum.Passed != 2 {
-		t.Errorf("validate on the sample: %+v", sum)
+	// The same two tasks as SWE-bench rows (graded from the parsed test
+	// log) and as SWE-Factory rows (graded from OMNIGRIL_EXIT_CODE).
+	for _, name := range []string{"tasks.jsonl", "sample_transferred.json"} {
+		data := filepath.Join(testutil.RepoRoot(t), "examples", "sample", name)
+		out, stderr, err := execTasksCLI(t, "validate", "--dataset", data, "--backend", "local", "--json")
+		if err != nil {
+			t.Fatalf("validate %s: %v\n%s\n%s", name, err, out, stderr)
+		}
+		var sum validationSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatal(err)
+		}
+		if sum.Total != 2 || sum.Passed != 2 {
+			t.Errorf("validate on %s: %+v", name, sum)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -11,35 +12,106 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/swefactory"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
 func init() { register(newGradeCmd) }
 
-// checkGrader refuses tasks whose grader swerve cannot run yet.
-func checkGrader(t *task.Task, force string) error {
+// graderOf is the grader that grades t: --reward when given, else the
+// task's own.
+func graderOf(t *task.Task, force string) (task.Grader, error) {
 	g := task.Grader(force)
 	if g == "" {
 		g = t.Grader
 	}
-	if g != "" && g != task.GraderSWEBench {
-		return fmt.Errorf("task %s: grader %s: not available yet (swerve grades swebench tasks so far)", t.InstanceID, g)
+	switch g {
+	case "", task.GraderSWEBench:
+		return task.GraderSWEBench, nil
+	case task.GraderSWEFactory:
+		return g, nil
 	}
-	return nil
+	return "", fmt.Errorf("task %s: grader %s: not available yet (swerve grades swebench and swefactory tasks so far)", t.InstanceID, g)
 }
 
-// gradeInBox opens a fresh box for t and runs the eval with patch.
-func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, patch string, timeout time.Duration, stderr io.Writer) (*swebench.RunResult, error) {
+// checkGrader refuses tasks whose grader swerve cannot run yet.
+func checkGrader(t *task.Task, force string) error {
+	_, err := graderOf(t, force)
+	return err
+}
+
+// graded is one grade, whichever grader gave it.
+type graded struct {
+	InstanceID string
+	Reward     float64
+	Reason     string
+	// Report is what grade prints: the harness's report.json object for
+	// swebench, the result object for swefactory.
+	Report      []byte
+	Log         string
+	ApplyFailed bool
+	TimedOut    bool
+	Duration    time.Duration
+}
+
+func (g *graded) resolved() bool { return g.Reward == 1 }
+
+func fromSWEBench(r *swebench.Result) *graded {
+	return &graded{InstanceID: r.InstanceID, Reward: r.Reward(), Reason: r.Reason, Report: r.Report()}
+}
+
+func fromSWEFactory(r *swefactory.Result) *graded {
+	b, _ := json.MarshalIndent(r, "", "    ")
+	return &graded{InstanceID: r.InstanceID, Reward: r.Reward, Reason: r.Reason, Report: b}
+}
+
+// gradeLog grades an existing eval log.
+func gradeLog(t *task.Task, force, log string) (*graded, error) {
+	g, err := graderOf(t, force)
+	if err != nil {
+		return nil, err
+	}
+	if g == task.GraderSWEFactory {
+		return fromSWEFactory(swefactory.Evaluate(t, log)), nil
+	}
+	r, err := swebench.Evaluate(t, log, swebench.Options{})
+	if err != nil {
+		return nil, err
+	}
+	return fromSWEBench(r), nil
+}
+
+// gradeInBox opens a fresh box for t, applies patch and grades the eval run.
+func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, force, patch string, timeout time.Duration, stderr io.Writer) (*graded, error) {
+	g, err := graderOf(t, force)
+	if err != nil {
+		return nil, err
+	}
 	box, backend, err := bf.open(ctx, *t, stderr)
 	if err != nil {
 		return nil, err
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	opts := swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: bf.Workdir}
-	if backend == "local" && opts.Workdir == "" {
-		opts.Workdir = "." // the copy of the repository is the box's directory
+	workdir := bf.Workdir
+	if backend == "local" && workdir == "" {
+		workdir = "." // the copy of the repository is the box's directory
 	}
-	return swebench.Run(ctx, box, t, opts)
+	if g == task.GraderSWEFactory {
+		rr, err := swefactory.Run(ctx, box, t, swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: workdir})
+		if err != nil {
+			return nil, err
+		}
+		out := fromSWEFactory(rr.Result)
+		out.Log, out.ApplyFailed, out.TimedOut, out.Duration = rr.Log, rr.ApplyFailed, rr.TimedOut, rr.Duration
+		return out, nil
+	}
+	rr, err := swebench.Run(ctx, box, t, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: workdir})
+	if err != nil {
+		return nil, err
+	}
+	out := fromSWEBench(rr.Result)
+	out.Log, out.ApplyFailed, out.TimedOut, out.Duration = rr.Log, rr.ApplyFailed, rr.TimedOut, rr.Duration
+	return out, nil
 }
 
 func newGradeCmd() *cobra.Command {
@@ -57,7 +129,10 @@ func newGradeCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "grade --dataset D (--instance_id ID (--log FILE | --patch FILE | --gold) | --predictions FILE)",
 		Short: "Grade a test log, or a patch in a fresh box, the way the official harness does",
-		Long: `grade prints the SWE-bench harness's report.json object for one task.
+		Long: `grade grades one task the way its dataset's own tooling does and prints the
+result: for SWE-bench tasks the harness's report.json object, for SWE-Factory
+tasks the OMNIGRIL_EXIT_CODE verdict. The grader comes from the task (its
+field, else its image name), or from --reward.
 
 With --log it grades an existing eval log (the harness's test_output.txt): no
 container is needed. With --patch (or --gold for the task's own fix) it opens
@@ -99,7 +174,7 @@ exists are not run again, so an interrupted run resumes.`,
 						return err
 					}
 				}
-				return gradePredictions(cmd, tasks, preds, &bf, timeout, workers, runID, logDir, reportDir)
+				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir)
 			}
 			modes := 0
 			for _, on := range []bool{logPath != "", patchPath != "", gold} {
@@ -117,14 +192,14 @@ exists are not run again, so an interrupted run resumes.`,
 			if err := checkGrader(&t, force); err != nil {
 				return err
 			}
-			var res *swebench.Result
+			var res *graded
 			switch {
 			case logPath != "":
 				log, err := os.ReadFile(logPath)
 				if err != nil {
 					return fmt.Errorf("--log: %w", err)
 				}
-				if res, err = swebench.Evaluate(&t, string(log), swebench.Options{}); err != nil {
+				if res, err = gradeLog(&t, force, string(log)); err != nil {
 					return err
 				}
 			default:
@@ -136,24 +211,22 @@ exists are not run again, so an interrupted run resumes.`,
 					}
 					patch = string(b)
 				}
-				rr, err := gradeInBox(cmd.Context(), &bf, &t, patch, timeout, cmd.ErrOrStderr())
-				if err != nil {
+				if res, err = gradeInBox(cmd.Context(), &bf, &t, force, patch, timeout, cmd.ErrOrStderr()); err != nil {
 					return err
 				}
 				if saveLog != "" {
-					if err := os.WriteFile(saveLog, []byte(rr.Log), 0o644); err != nil {
+					if err := os.WriteFile(saveLog, []byte(res.Log), 0o644); err != nil {
 						return fmt.Errorf("--save-log: %w", err)
 					}
 				}
-				res = rr.Result
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", res.Report())
-			if res.Resolved {
+			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", res.Report)
+			if res.resolved() {
 				cmd.PrintErrf("swerve: %s: resolved\n", t.InstanceID)
 			} else {
 				cmd.PrintErrf("swerve: %s: not resolved: %s\n", t.InstanceID, res.Reason)
 			}
-			if !res.Resolved {
+			if !res.resolved() {
 				return exitError{1}
 			}
 			return nil
@@ -166,7 +239,7 @@ exists are not run again, so an interrupted run resumes.`,
 	f.StringVar(&patchPath, "patch", "", "apply this diff in a fresh box and grade the run")
 	f.BoolVar(&gold, "gold", false, "grade the task's own gold patch")
 	f.DurationVar(&timeout, "eval_timeout", swebench.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
-	f.StringVar(&force, "reward", "", "grader to use instead of the task's (swebench)")
+	f.StringVar(&force, "reward", "", "grader to use instead of the task's: swebench, swefactory")
 	f.StringVar(&saveLog, "save-log", "", "write the eval log here")
 	f.StringVar(&predsPath, "predictions", "", "grade this SWE-bench predictions file (.jsonl or .json)")
 	f.StringVar(&runID, "run_id", "swerve", "run id, as in the harness's log directory and summary name")

@@ -137,7 +137,7 @@ type runSummary struct {
 
 // gradePredictions grades every prediction for a task of the dataset and
 // writes the harness's files.
-func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, timeout time.Duration, workers int, runID, logDir, reportDir string) error {
+func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string) error {
 	ctx := cmd.Context()
 	instDir := func(p prediction) string {
 		return filepath.Join(logDir, runID, strings.ReplaceAll(p.Model, "/", "__"), p.InstanceID)
@@ -161,7 +161,7 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			if err := writeFileAtomic(filepath.Join(dir, "patch.diff"), []byte(*p.Patch)); err != nil {
 				return err
 			}
-			rr, err := gradeInBox(ctx, bf, t, *p.Patch, timeout, cmd.ErrOrStderr())
+			rr, err := gradeInBox(ctx, bf, t, force, *p.Patch, timeout, cmd.ErrOrStderr())
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -178,12 +178,12 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			// Like the harness: a patch that did not apply or tests that timed
 			// out leave no report.json, and count as errors in the summary.
 			if !rr.ApplyFailed && !rr.TimedOut {
-				if err := writeFileAtomic(filepath.Join(dir, "report.json"), append(rr.Report(), '\n')); err != nil {
+				if err := writeFileAtomic(filepath.Join(dir, "report.json"), append(rr.Report, '\n')); err != nil {
 					return err
 				}
 			}
 			verdict := "resolved"
-			if !rr.Resolved {
+			if !rr.resolved() {
 				verdict = "not resolved: " + rr.Reason
 			}
 			cmd.PrintErrf("%s: %s (%.0fs)\n", t.InstanceID, verdict, rr.Duration.Seconds())

@@ -148,18 +148,18 @@ func validateOne(cmd *cobra.Command, bf *boxFlags, t *task.Task, timeout time.Du
 	v.InstanceID = t.InstanceID
 	defer func() { v.Seconds = time.Since(start).Seconds() }()
 	ctx := cmd.Context()
-	gold, err := gradeInBox(ctx, bf, t, t.Patch, timeout, cmd.ErrOrStderr())
+	gold, err := gradeInBox(ctx, bf, t, "", t.Patch, timeout, cmd.ErrOrStderr())
 	if err != nil {
 		v.Error = "gold run: " + err.Error()
 		return v
 	}
-	v.Gold, v.GoldReason = gold.Reward(), gold.Reason
-	empty, err := gradeInBox(ctx, bf, t, "", timeout, cmd.ErrOrStderr())
+	v.Gold, v.GoldReason = gold.Reward, gold.Reason
+	empty, err := gradeInBox(ctx, bf, t, "", "", timeout, cmd.ErrOrStderr())
 	if err != nil {
 		v.Error = "empty run: " + err.Error()
 		return v
 	}
-	v.Empty, v.EmptyReason = empty.Reward(), empty.Reason
+	v.Empty, v.EmptyReason = empty.Reward, empty.Reason
 	v.OK = v.Gold == 1 && v.Empty == 0
 	return v
 }

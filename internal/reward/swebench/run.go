@@ -3,32 +3,15 @@ package swebench
 import (
 	"context"
 	"fmt"
-	"path"
-	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
-// Where the harness puts things in the box.
-const (
-	Workdir   = "/testbed"
-	PatchFile = "/tmp/patch.diff"
-	EvalFile  = "/eval.sh"
-)
-
-// applyCmds are tried in order until one applies the patch, the tree reset
-// between attempts, as the harness does.
-var applyCmds = []string{
-	"git apply --verbose",
-	"git apply --verbose --3way",
-	"git apply --verbose --reject",
-	"patch --batch --forward --fuzz=5 -p1 -i",
-}
-
 // DefaultEvalTimeout is --eval_timeout's default.
-const DefaultEvalTimeout = 300 * time.Second
+const DefaultEvalTimeout = reward.DefaultEvalTimeout
 
 // RunOptions configure Run.
 type RunOptions struct {
@@ -39,8 +22,8 @@ type RunOptions struct {
 	// killed when it is reached. Zero means DefaultEvalTimeout.
 	EvalTimeout time.Duration
 	// Workdir is the repository in the box, where the patch is applied and
-	// the eval script starts; empty means Workdir (/testbed). "." is the
-	// box's own working directory (the local backend's copy).
+	// the eval script starts; empty means /testbed. "." is the box's own
+	// working directory (the local backend's copy).
 	Workdir string
 }
 
@@ -66,23 +49,15 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swebench grading runs the dataset's eval script", t.InstanceID)
 	}
-	timeout := opts.EvalTimeout
-	if timeout <= 0 {
-		timeout = DefaultEvalTimeout
-	}
 	start := time.Now()
 	rr := &RunResult{}
 	dir := opts.Workdir
 	if dir == "" {
-		dir = Workdir
+		dir = reward.Workdir
 	}
-	patchFile, evalFile := PatchFile, EvalFile
-	if sc, ok := box.(sandbox.Scratch); ok {
-		// Absolute paths are shared with other boxes here: use the box's own.
-		patchFile, evalFile = path.Join(sc.ScratchDir(), "patch.diff"), path.Join(sc.ScratchDir(), "eval.sh")
-	}
+	patchFile, evalFile := reward.Paths(box)
 	if opts.Patch != "" {
-		applied, applyLog, err := applyPatch(ctx, box, dir, patchFile, opts.Patch)
+		applied, applyLog, err := reward.ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
 		}
@@ -90,24 +65,18 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		if !applied {
 			rr.ApplyFailed = true
 			rr.Log = ApplyPatchFail + ":\n" + applyLog
-			rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + lastLine(applyLog)}
+			rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + reward.LastLine(applyLog)}
 			rr.Duration = time.Since(start)
 			return rr, nil
 		}
 	}
-	if err := box.WriteFile(ctx, evalFile, []byte(t.EvalScript), 0o755); err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
-	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", evalFile}, Cwd: dir, Timeout: timeout, MaxOutput: maxLog})
+	run, err := reward.RunScript(ctx, box, dir, evalFile, t.EvalScript, opts.EvalTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
 	}
-	rr.Log = string(res.Output)
-	rr.Duration = time.Since(start)
-	if res.TimedOut {
-		rr.TimedOut = true
-		rr.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
-		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: fmt.Sprintf("eval timed out after %s", timeout)}
+	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
+	if run.TimedOut {
+		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "eval timed out: " + reward.LastLine(run.Log)}
 		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(rr.Log)
 		return rr, nil
 	}
@@ -117,47 +86,4 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	rr.Result = r
 	return rr, nil
-}
-
-// maxLog caps a kept eval log; beyond it the middle is elided (a log that
-// big is pathological: django at depth 1 prints 35 MB of git show).
-const maxLog = 64 << 20
-
-// applyPatch tries the harness's apply commands in order. It returns
-// whether one worked and what they printed.
-func applyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch string) (bool, string, error) {
-	if err := box.WriteFile(ctx, patchFile, []byte(patch), 0o644); err != nil {
-		return false, "", err
-	}
-	var log strings.Builder
-	for i, cmd := range applyCmds {
-		if i > 0 {
-			// A failed attempt (--reject especially) leaves debris behind.
-			if _, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git checkout -- . ; git clean -fd"}, Cwd: dir, Timeout: time.Minute}); err != nil {
-				return false, log.String(), err
-			}
-		}
-		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", cmd + " " + patchFile}, Cwd: dir, Timeout: 5 * time.Minute})
-		if err != nil {
-			return false, log.String(), err
-		}
-		fmt.Fprintf(&log, "$ %s %s (exit %d)\n%s", cmd, patchFile, res.ExitCode, res.Output)
-		if res.ExitCode == 0 {
-			return true, log.String(), nil
-		}
-	}
-	// Every command failed, yet the patch may be in place already.
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git apply --check --reverse " + patchFile}, Cwd: dir, Timeout: time.Minute})
-	if err != nil {
-		return false, log.String(), err
-	}
-	return res.ExitCode == 0, log.String(), nil
-}
-
-func lastLine(s string) string {
-	s = strings.TrimRight(s, "\n")
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		return s[i+1:]
-	}
-	return s
 }

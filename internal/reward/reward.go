@@ -1,0 +1,118 @@
+// Package reward holds what every grader shares: putting a patch into a box
+// the way the SWE-bench harness does, and running an eval script in it.
+// The graders themselves live in sub-packages (swebench, swefactory, ...).
+package reward
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// Where the harness puts things in a container box.
+const (
+	Workdir   = "/testbed"
+	PatchFile = "/tmp/patch.diff"
+	EvalFile  = "/eval.sh"
+)
+
+// DefaultEvalTimeout is --eval_timeout's default.
+const DefaultEvalTimeout = 300 * time.Second
+
+// MaxLog caps a kept eval log; beyond it the middle is elided (a log that
+// big is pathological: django at depth 1 prints 35 MB of git show).
+const MaxLog = 64 << 20
+
+// Paths returns where the patch and the eval script go in box: the
+// harness's paths, or the box's private scratch directory where absolute
+// paths are shared with other boxes (sandbox.Scratch).
+func Paths(box sandbox.Sandbox) (patchFile, evalFile string) {
+	if sc, ok := box.(sandbox.Scratch); ok {
+		return path.Join(sc.ScratchDir(), "patch.diff"), path.Join(sc.ScratchDir(), "eval.sh")
+	}
+	return PatchFile, EvalFile
+}
+
+// applyCmds are tried in order until one applies the patch, the tree reset
+// between attempts, as the harness (5.x) does.
+var applyCmds = []string{
+	"git apply --verbose",
+	"git apply --verbose --3way",
+	"git apply --verbose --reject",
+	"patch --batch --forward --fuzz=5 -p1 -i",
+}
+
+// ApplyPatch writes patch to patchFile and applies it in dir with the
+// harness's commands. It reports whether the patch is in place and what the
+// commands printed; errors mean the box failed.
+func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch string) (bool, string, error) {
+	if err := box.WriteFile(ctx, patchFile, []byte(patch), 0o644); err != nil {
+		return false, "", err
+	}
+	var log strings.Builder
+	for i, cmd := range applyCmds {
+		if i > 0 {
+			// A failed attempt (--reject especially) leaves debris behind.
+			if _, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git checkout -- . ; git clean -fd"}, Cwd: dir, Timeout: time.Minute}); err != nil {
+				return false, log.String(), err
+			}
+		}
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", cmd + " " + patchFile}, Cwd: dir, Timeout: 5 * time.Minute})
+		if err != nil {
+			return false, log.String(), err
+		}
+		fmt.Fprintf(&log, "$ %s %s (exit %d)\n%s", cmd, patchFile, res.ExitCode, res.Output)
+		if res.ExitCode == 0 {
+			return true, log.String(), nil
+		}
+	}
+	// Every command failed, yet the patch may be in place already.
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", "git apply --check --reverse " + patchFile}, Cwd: dir, Timeout: time.Minute})
+	if err != nil {
+		return false, log.String(), err
+	}
+	return res.ExitCode == 0, log.String(), nil
+}
+
+// ScriptRun is the outcome of RunScript.
+type ScriptRun struct {
+	// Log is the script's merged output, with the harness's timeout note
+	// appended when it timed out.
+	Log      string
+	TimedOut bool
+	ExitCode int
+	Duration time.Duration
+}
+
+// RunScript writes script to file and runs it with bash in dir, killing it
+// and everything it started after timeout (DefaultEvalTimeout when zero).
+func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration) (*ScriptRun, error) {
+	if timeout <= 0 {
+		timeout = DefaultEvalTimeout
+	}
+	if err := box.WriteFile(ctx, file, []byte(script), 0o755); err != nil {
+		return nil, err
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", file}, Cwd: dir, Timeout: timeout, MaxOutput: MaxLog})
+	if err != nil {
+		return nil, err
+	}
+	run := &ScriptRun{Log: string(res.Output), TimedOut: res.TimedOut, ExitCode: res.ExitCode, Duration: res.Duration}
+	if res.TimedOut {
+		run.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
+	}
+	return run, nil
+}
+
+// LastLine is the last non-empty line of s, for one-line reasons.
+func LastLine(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}

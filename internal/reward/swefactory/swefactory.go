@@ -1,0 +1,118 @@
+// Package swefactory grades tasks the way SWE-Factory's pipeline does: the
+// task's eval script applies its tests, runs them, and prints
+// OMNIGRIL_EXIT_CODE=<n> with the test command's exit status; n == 0 is a
+// resolved task (reward 1), anything else is not.
+package swefactory
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// Marker starts the line the eval script prints with the exit status.
+const Marker = "OMNIGRIL_EXIT_CODE"
+
+// markerLine matches the printed line itself, whatever the number of digits
+// — not the `+ echo OMNIGRIL_EXIT_CODE=...` line bash's xtrace shows for it.
+var markerLine = regexp.MustCompile(`(?m)^` + Marker + `=(\d+)\r?$`)
+
+// Result is one graded log.
+type Result struct {
+	InstanceID string  `json:"instance_id"`
+	Reward     float64 `json:"reward"`
+	Resolved   bool    `json:"resolved"`
+	// ExitCode is the number the last marker line printed; -1 without one.
+	ExitCode int    `json:"exit_code"`
+	Reason   string `json:"reason"`
+}
+
+// Evaluate reads the exit status from log. When the marker is printed more
+// than once (a test may print it too), the last line counts: the script
+// prints its own after the tests.
+func Evaluate(t *task.Task, log string) *Result {
+	r := &Result{InstanceID: t.InstanceID, ExitCode: -1}
+	all := markerLine.FindAllStringSubmatch(log, -1)
+	if len(all) == 0 {
+		r.Reason = "no " + Marker + "=<n> line in the log: the eval script did not finish its tests"
+		return r
+	}
+	digits := all[len(all)-1][1]
+	n := 0
+	for _, d := range digits {
+		if n > 1<<20 {
+			n = 1 << 20 // a huge status is still non-zero
+			break
+		}
+		n = n*10 + int(d-'0')
+	}
+	r.ExitCode = n
+	if n == 0 {
+		r.Reward, r.Resolved, r.Reason = 1, true, "resolved"
+	} else {
+		r.Reason = fmt.Sprintf("tests failed: %s=%s", Marker, digits)
+	}
+	return r
+}
+
+// RunOptions configure Run.
+type RunOptions struct {
+	Patch       string        // empty: run on the unpatched repository
+	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
+	Workdir     string        // empty: /testbed; ".": the box's own directory
+}
+
+// RunResult is a graded run.
+type RunResult struct {
+	*Result
+	Log         string
+	ApplyLog    string
+	ApplyFailed bool
+	TimedOut    bool
+	Duration    time.Duration
+}
+
+// Run applies the patch in a fresh box, runs the eval script and grades it.
+// A patch that does not apply or a timed-out script give reward 0 with the
+// reason; errors mean the box failed.
+func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions) (*RunResult, error) {
+	if t.EvalScript == "" {
+		return nil, fmt.Errorf("task %s: eval_script: empty; swefactory grading runs the dataset's eval script", t.InstanceID)
+	}
+	start := time.Now()
+	dir := opts.Workdir
+	if dir == "" {
+		dir = reward.Workdir
+	}
+	patchFile, evalFile := reward.Paths(box)
+	rr := &RunResult{}
+	if opts.Patch != "" {
+		applied, applyLog, err := reward.ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
+		}
+		rr.ApplyLog = applyLog
+		if !applied {
+			rr.ApplyFailed, rr.Log = true, applyLog
+			rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "patch did not apply: " + reward.LastLine(applyLog)}
+			rr.Duration = time.Since(start)
+			return rr, nil
+		}
+	}
+	run, err := reward.RunScript(ctx, box, dir, evalFile, t.EvalScript, opts.EvalTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+	}
+	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
+	if run.TimedOut {
+		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "eval timed out: " + reward.LastLine(run.Log)}
+		return rr, nil
+	}
+	rr.Result = Evaluate(t, run.Log)
+	return rr, nil
+}
