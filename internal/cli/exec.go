@@ -62,6 +62,6 @@ redirections work; several arguments are run as an argv.`,
 	}
 	df.register(cmd.Flags())
 	bf.register(cmd.Flags())
-	cmd.Flags().DurationVar(&timeout, "timeout", 0, "kill the command (and all it started) after this long; 0 means no limit")
+	secondsVar(cmd.Flags(), &timeout, "timeout", 0, "kill the command (and all it started) after this long; 0 means no limit")
 	return cmd
 }

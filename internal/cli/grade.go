@@ -238,7 +238,7 @@ exists are not run again, so an interrupted run resumes.`,
 	f.StringVar(&logPath, "log", "", "grade this eval log (no box needed)")
 	f.StringVar(&patchPath, "patch", "", "apply this diff in a fresh box and grade the run")
 	f.BoolVar(&gold, "gold", false, "grade the task's own gold patch")
-	f.DurationVar(&timeout, "eval_timeout", swebench.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
+	secondsVar(f, &timeout, "eval_timeout", swebench.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
 	f.StringVar(&force, "reward", "", "grader to use instead of the task's: swebench, swefactory")
 	f.StringVar(&saveLog, "save-log", "", "write the eval log here")
 	f.StringVar(&predsPath, "predictions", "", "grade this SWE-bench predictions file (.jsonl or .json)")

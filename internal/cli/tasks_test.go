@@ -230,3 +230,21 @@ func TestTasksHelp(t *testing.T) {
 		}
 	}
 }
+
+func TestSecondsFlag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want string
+		err  bool
+	}{
+		{"300", "5m0s", false}, {"1.5", "1.5s", false}, {"90s", "1m30s", false}, {"5m", "5m0s", false},
+		{"0", "0s", false}, {"-3", "", true}, {"soon", "", true},
+	}
+	for _, tt := range tests {
+		var s seconds
+		err := s.Set(tt.in)
+		if (err != nil) != tt.err || (err == nil && s.String() != tt.want) {
+			t.Errorf("Set(%q) = %v, %v; want %s (error %v)", tt.in, s.String(), err, tt.want, tt.err)
+		}
+	}
+}

@@ -127,7 +127,7 @@ exits non-zero if any does. Run it before training on a dataset.`,
 	df.register(cmd.Flags())
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "max_workers", 2, "tasks validated at once")
-	cmd.Flags().DurationVar(&timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
+	secondsVar(cmd.Flags(), &timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON on stdout")
 	return cmd
 }
