@@ -123,6 +123,9 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The harness reads the log file in text mode, where "\r\n" and a lone
+	// "\r" are newlines; parsers then see only "\n".
+	log = universalNewlines(log)
 	sm, reason := statusFromLog(t, parser, log)
 	if sm == nil {
 		r.Reason = reason
@@ -148,6 +151,15 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 		r.Reason = "PASS_TO_PASS failed: " + names(r.Tests.PassToPass.Failure)
 	}
 	return r, nil
+}
+
+// universalNewlines turns "\r\n" and "\r" into "\n", as Python's text
+// mode does when it reads a file.
+func universalNewlines(s string) string {
+	if !strings.Contains(s, "\r") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
 }
 
 // names lists a few test names for a reason line.

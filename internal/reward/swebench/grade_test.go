@@ -118,6 +118,7 @@ func TestEvaluateRules(t *testing.T) {
 		{"spoofed pass", wrap("PASSED t.py::a") + TestExitCode + ": 1\n", []string{"t.py::a"}, nil, false, false, "exited 1"},
 		{"honest failure with exit code", wrap("FAILED t.py::b\nPASSED t.py::a") + TestExitCode + ": 1\n", []string{"t.py::a"}, nil, true, true, "resolved"},
 		{"empty lists resolve", wrap("PASSED t.py::a"), nil, nil, true, true, "resolved"},
+		{"crlf and lone cr are newlines", strings.ReplaceAll(wrap("PASSED t.py::a\rPASSED t.py::b"), "\n", "\r\n"), []string{"t.py::a"}, []string{"t.py::b"}, true, true, "resolved"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

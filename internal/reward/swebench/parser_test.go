@@ -94,3 +94,23 @@ func TestFindAnchoredEqualsFindAll(t *testing.T) {
 		}
 	}
 }
+// Every parser a dataset in shared/data names must exist.
+func TestParsersCoverDatasets(t *testing.T) {
+	names := []string{
+		// Verified and Lite
+		"parse_log_astropy", "parse_log_django", "parse_log_matplotlib", "parse_log_seaborn", "parse_log_flask",
+		"parse_log_requests", "parse_log_xarray", "parse_log_pylint", "parse_log_pytest", "parse_log_scikit",
+		"parse_log_sphinx", "parse_log_sympy",
+		// Multilingual
+		"parse_log_maven", "parse_log_gradle_custom", "parse_log_cargo", "parse_log_tap", "parse_log_jest",
+		"parse_log_phpunit", "parse_log_gotest", "parse_log_ruby_unit", "parse_log_rspec_transformed_json",
+		"parse_log_googletest", "parse_log_immutable_js", "parse_log_jekyll", "parse_log_jq",
+		"parse_log_micropython_test", "parse_log_doctest", "parse_log_karma", "parse_log_ant", "parse_log_redis",
+		"parse_log_vitest",
+	}
+	for _, n := range names {
+		if _, err := LookupParser(n); err != nil {
+			t.Error(err)
+		}
+	}
+}
