@@ -94,6 +94,7 @@ func TestFindAnchoredEqualsFindAll(t *testing.T) {
 		}
 	}
 }
+
 // Every parser a dataset in shared/data names must exist.
 func TestParsersCoverDatasets(t *testing.T) {
 	names := []string{
