@@ -108,6 +108,56 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 	return run, nil
 }
 
+// Attempt is a patch applied and an eval script run in a box.
+type Attempt struct {
+	// Log is the eval script's output (with the harness's timeout note
+	// when it timed out), or the apply commands' output when none applied.
+	Log string
+	// ApplyLog is what the apply commands printed.
+	ApplyLog    string
+	ApplyFailed bool // no apply command took the patch; the script did not run
+	TimedOut    bool
+	Duration    time.Duration
+}
+
+// AttemptOptions configure Try.
+type AttemptOptions struct {
+	Patch       string        // empty: run the script on the unpatched repository
+	Script      string        // the eval script, run unchanged
+	EvalTimeout time.Duration // zero: DefaultEvalTimeout
+	Workdir     string        // empty: Workdir (/testbed); ".": the box's own directory
+}
+
+// Try applies the patch in box and runs the eval script, as every grader
+// does before it reads the log. A patch that does not apply or a script
+// that times out are outcomes, not errors; errors mean the box failed.
+func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attempt, error) {
+	start := time.Now()
+	dir := opts.Workdir
+	if dir == "" {
+		dir = Workdir
+	}
+	patchFile, evalFile := Paths(box)
+	a := &Attempt{}
+	if opts.Patch != "" {
+		applied, applyLog, err := ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
+		if err != nil {
+			return nil, fmt.Errorf("apply patch: %w", err)
+		}
+		a.ApplyLog = applyLog
+		if !applied {
+			a.ApplyFailed, a.Log, a.Duration = true, applyLog, time.Since(start)
+			return a, nil
+		}
+	}
+	run, err := RunScript(ctx, box, dir, evalFile, opts.Script, opts.EvalTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("run eval script: %w", err)
+	}
+	a.Log, a.TimedOut, a.Duration = run.Log, run.TimedOut, time.Since(start)
+	return a, nil
+}
+
 // LastLine is the last non-empty line of s, for one-line reasons.
 func LastLine(s string) string {
 	s = strings.TrimRight(s, "\n")

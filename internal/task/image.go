@@ -47,6 +47,11 @@ func graderFromImage(image string, hasTests bool) Grader {
 	return ""
 }
 
+// RepoLogParser returns the harness log parser of one of SWE-bench 4.x's
+// Python repositories ("" for others), for rows that predate the
+// log_parser column.
+func RepoLogParser(repo string) string { return repoLogParser[repo] }
+
 // repoLogParser names the harness log parser of the Python repositories of
 // SWE-bench 4.x, for rows that predate the log_parser column.
 var repoLogParser = map[string]string{

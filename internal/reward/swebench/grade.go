@@ -381,35 +381,12 @@ func ClassifyInfra(log string) (reason string, environment bool) {
 	return "", false
 }
 
-// repoParsers is the harness's repository → parser map, for rows that name
-// no log_parser.
-var repoParsers = map[string]string{
-	"astropy/astropy":              "parse_log_astropy",
-	"django/django":                "parse_log_django",
-	"marshmallow-code/marshmallow": "parse_log_marshmallow",
-	"matplotlib/matplotlib":        "parse_log_matplotlib",
-	"mwaskom/seaborn":              "parse_log_seaborn",
-	"pallets/flask":                "parse_log_flask",
-	"psf/requests":                 "parse_log_requests",
-	"pvlib/pvlib-python":           "parse_log_pvlib",
-	"pydata/xarray":                "parse_log_xarray",
-	"pydicom/pydicom":              "parse_log_pydicom",
-	"pylint-dev/astroid":           "parse_log_astroid",
-	"pylint-dev/pylint":            "parse_log_pylint",
-	"pytest-dev/pytest":            "parse_log_pytest",
-	"pyvista/pyvista":              "parse_log_pyvista",
-	"scikit-learn/scikit-learn":    "parse_log_scikit",
-	"sqlfluff/sqlfluff":            "parse_log_sqlfluff",
-	"sphinx-doc/sphinx":            "parse_log_sphinx",
-	"sympy/sympy":                  "parse_log_sympy",
-}
-
 // ParserFor picks the task's parser: its log_parser field, else the one
 // the harness uses for its repository.
 func ParserFor(t *task.Task) (Parser, error) {
 	name := t.LogParser
 	if name == "" {
-		name = repoParsers[t.Repo]
+		name = task.RepoLogParser(t.Repo)
 	}
 	if name == "" {
 		return nil, fmt.Errorf("task %s: log_parser: the row names none and swerve knows no parser for repository %q", t.InstanceID, t.Repo)

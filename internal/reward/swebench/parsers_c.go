@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"maps"
 	"strings"
 
 	"github.com/swerve-dev/swerve/internal/task"
@@ -157,6 +158,7 @@ type xmlNode struct {
 	name     string
 	attrs    map[string]string
 	children []*xmlNode
+	ns       map[string]string // prefixes in scope ("" for the default)
 }
 
 // attr is ElementTree's str(elem.get(key)): "None" when the attribute is
@@ -209,12 +211,36 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 			if closed {
 				return nil, errors.New("junk after document element")
 			}
-			n := &xmlNode{name: xmlTag(tok.Name), attrs: map[string]string{}}
+			// ElementTree parses with namespaces on: every name must be a
+			// QName whose prefix is declared, and no two attributes may
+			// share an expanded name.
+			scope := map[string]string{"xml": "http://www.w3.org/XML/1998/namespace"}
+			if len(stack) > 0 {
+				maps.Copy(scope, stack[len(stack)-1].ns)
+			}
+			for _, a := range tok.Attr {
+				if a.Name.Space == "xmlns" {
+					scope[a.Name.Local] = a.Value
+				} else if a.Name.Space == "" && a.Name.Local == "xmlns" {
+					scope[""] = a.Value
+				}
+			}
+			if !xmlQNameBound(tok.Name, scope) {
+				return nil, errors.New("bad or unbound name " + tok.Name.Local)
+			}
+			n := &xmlNode{name: xmlTag(tok.Name), attrs: map[string]string{}, ns: scope}
 			for _, a := range tok.Attr {
 				if a.Name.Space == "xmlns" || (a.Name.Space == "" && a.Name.Local == "xmlns") {
 					continue
 				}
-				n.attrs[xmlTag(a.Name)] = a.Value
+				if !xmlQNameBound(a.Name, scope) {
+					return nil, errors.New("bad or unbound name " + a.Name.Local)
+				}
+				key := xmlTag(a.Name)
+				if _, dup := n.attrs[key]; dup {
+					return nil, errors.New("duplicate attribute " + key)
+				}
+				n.attrs[key] = a.Value
 			}
 			if len(stack) == 0 {
 				root = n
@@ -246,6 +272,25 @@ func parseXMLTree(doc string) (*xmlNode, error) {
 		return nil, errors.New("no complete document element")
 	}
 	return root, nil
+}
+
+// xmlQNameBound reports whether a decoded name came from a well-formed QName
+// whose prefix is in scope. Go's decoder keeps a name with a misplaced or
+// second colon whole in Local, and leaves an unbound prefix in Space where a
+// bound one becomes its namespace URI.
+func xmlQNameBound(n xml.Name, scope map[string]string) bool {
+	if strings.Contains(n.Local, ":") {
+		return false
+	}
+	if n.Space == "" {
+		return true
+	}
+	for _, uri := range scope {
+		if uri == n.Space {
+			return true
+		}
+	}
+	return false
 }
 
 func xmlTag(n xml.Name) string {

@@ -30,15 +30,7 @@ type RunOptions struct {
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
-	// Log is the eval script's output (what the harness keeps as
-	// test_output.txt), with a timeout note appended when it timed out.
-	Log string
-	// ApplyLog says which apply command worked, or why none did.
-	ApplyLog string
-	// ApplyFailed: no apply command took the patch; nothing was run.
-	ApplyFailed bool
-	TimedOut    bool
-	Duration    time.Duration
+	reward.Attempt
 }
 
 // Run applies the patch in box (which must be fresh, from the task's
@@ -49,41 +41,23 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swebench grading runs the dataset's eval script", t.InstanceID)
 	}
-	start := time.Now()
-	rr := &RunResult{}
-	dir := opts.Workdir
-	if dir == "" {
-		dir = reward.Workdir
+	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: t.EvalScript, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	patchFile, evalFile := reward.Paths(box)
-	if opts.Patch != "" {
-		applied, applyLog, err := reward.ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
-		}
-		rr.ApplyLog = applyLog
-		if !applied {
-			rr.ApplyFailed = true
-			rr.Log = ApplyPatchFail + ":\n" + applyLog
-			rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + reward.LastLine(applyLog)}
-			rr.Duration = time.Since(start)
-			return rr, nil
+	rr := &RunResult{Attempt: *a}
+	switch {
+	case a.ApplyFailed:
+		// What the harness logs when no apply command works.
+		rr.Log = ApplyPatchFail + ":\n" + a.ApplyLog
+		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + reward.LastLine(a.ApplyLog)}
+	case a.TimedOut:
+		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "eval timed out: " + reward.LastLine(a.Log)}
+		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(a.Log)
+	default:
+		if rr.Result, err = Evaluate(t, a.Log, Options{}); err != nil {
+			return nil, err
 		}
 	}
-	run, err := reward.RunScript(ctx, box, dir, evalFile, t.EvalScript, opts.EvalTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
-	}
-	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
-	if run.TimedOut {
-		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "eval timed out: " + reward.LastLine(run.Log)}
-		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(rr.Log)
-		return rr, nil
-	}
-	r, err := Evaluate(t, rr.Log, Options{})
-	if err != nil {
-		return nil, err
-	}
-	rr.Result = r
 	return rr, nil
 }

@@ -70,11 +70,7 @@ type RunOptions struct {
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
-	Log         string
-	ApplyLog    string
-	ApplyFailed bool
-	TimedOut    bool
-	Duration    time.Duration
+	reward.Attempt
 }
 
 // Run applies the patch in a fresh box, runs the eval script and grades it.
@@ -84,35 +80,18 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swefactory grading runs the dataset's eval script", t.InstanceID)
 	}
-	start := time.Now()
-	dir := opts.Workdir
-	if dir == "" {
-		dir = reward.Workdir
-	}
-	patchFile, evalFile := reward.Paths(box)
-	rr := &RunResult{}
-	if opts.Patch != "" {
-		applied, applyLog, err := reward.ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
-		if err != nil {
-			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
-		}
-		rr.ApplyLog = applyLog
-		if !applied {
-			rr.ApplyFailed, rr.Log = true, applyLog
-			rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "patch did not apply: " + reward.LastLine(applyLog)}
-			rr.Duration = time.Since(start)
-			return rr, nil
-		}
-	}
-	run, err := reward.RunScript(ctx, box, dir, evalFile, t.EvalScript, opts.EvalTimeout)
+	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: t.EvalScript, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
 	if err != nil {
-		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
-	if run.TimedOut {
-		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "eval timed out: " + reward.LastLine(run.Log)}
-		return rr, nil
+	rr := &RunResult{Attempt: *a}
+	switch {
+	case a.ApplyFailed:
+		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "patch did not apply: " + reward.LastLine(a.ApplyLog)}
+	case a.TimedOut:
+		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "eval timed out: " + reward.LastLine(a.Log)}
+	default:
+		rr.Result = Evaluate(t, a.Log)
 	}
-	rr.Result = Evaluate(t, run.Log)
 	return rr, nil
 }
