@@ -24,16 +24,22 @@ runtime = "runc"
 CONF
 export CONTAINERS_CONF="$CONF_DIR/containers.conf"
 
-if ! curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1; then
-  rm -f "$SOCK"
-  (podman system service --time=0 "unix://$SOCK" >/var/log/swerve-podman-service.log 2>&1 &)
-  for _ in $(seq 1 30); do
-    curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 && break
-    sleep 1
-  done
-  curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 ||
-    { tail -20 /var/log/swerve-podman-service.log >&2; echo "podman-service.sh: the API socket did not come up" >&2; exit 1; }
-fi
+# Always a fresh service on our own socket: one left from an earlier run may
+# have a stale configuration or a deleted working directory (conmon then
+# fails every container with "Failed to get working directory").
+pkill -f "podman system service.*unix://$SOCK" 2>/dev/null || true
+for _ in $(seq 1 20); do
+  pgrep -f "podman system service.*unix://$SOCK" >/dev/null || break
+  sleep 0.5
+done
+rm -f "$SOCK"
+(cd / && exec podman system service --time=0 "unix://$SOCK" >/var/log/swerve-podman-service.log 2>&1 &)
+for _ in $(seq 1 30); do
+  curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 && break
+  sleep 1
+done
+curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 ||
+  { tail -20 /var/log/swerve-podman-service.log >&2; echo "podman-service.sh: the API socket did not come up" >&2; exit 1; }
 if ! podman image exists "localhost/$IMAGE"; then
   docker save "$IMAGE" | podman load -q >/dev/null
 fi

@@ -117,6 +117,11 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	}
 	att, err := b.cli.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
 	if err != nil {
+		// The client reports a refused attach only by its status code;
+		// starting the container usually says what is really wrong.
+		if _, serr := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); serr != nil {
+			return nil, fmt.Errorf("docker: attach %s: %w (starting it says: %v)", short(created.ID), classify(err), serr)
+		}
 		return nil, fmt.Errorf("docker: attach %s: %w", short(created.ID), classify(err))
 	}
 	box.conn = &att.HijackedResponse
