@@ -139,6 +139,7 @@ type runSummary struct {
 // writes the harness's files.
 func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string) error {
 	ctx := cmd.Context()
+	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	instDir := func(p prediction) string {
 		return filepath.Join(logDir, runID, strings.ReplaceAll(p.Model, "/", "__"), p.InstanceID)
 	}
@@ -154,19 +155,19 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 		}
 		dir := instDir(p)
 		if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
-			cmd.PrintErrf("%s: report exists, reusing it\n", t.InstanceID)
+			fmt.Fprintf(stderr, "%s: report exists, reusing it\n", t.InstanceID)
 			continue
 		}
 		g.Go(func() error {
 			if err := writeFileAtomic(filepath.Join(dir, "patch.diff"), []byte(*p.Patch)); err != nil {
 				return err
 			}
-			rr, err := gradeInBox(ctx, bf, t, force, *p.Patch, timeout, cmd.ErrOrStderr())
+			rr, err := gradeInBox(ctx, bf, t, force, *p.Patch, timeout, stderr)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				cmd.PrintErrf("%s: error: %v\n", t.InstanceID, err)
+				fmt.Fprintf(stderr, "%s: error: %v\n", t.InstanceID, err)
 				mu.Lock()
 				failures[t.InstanceID] = err.Error()
 				mu.Unlock()
@@ -186,7 +187,7 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			if !rr.resolved() {
 				verdict = "not resolved: " + rr.Reason
 			}
-			cmd.PrintErrf("%s: %s (%.0fs)\n", t.InstanceID, verdict, rr.Duration.Seconds())
+			fmt.Fprintf(stderr, "%s: %s (%.0fs)\n", t.InstanceID, verdict, rr.Duration.Seconds())
 			return nil
 		})
 	}

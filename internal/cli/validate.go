@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -66,6 +68,7 @@ exits non-zero if any does. Run it before training on a dataset.`,
 				}
 			}
 			ctx := cmd.Context()
+			stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 			results := make([]validation, len(tasks))
 			var mu sync.Mutex
 			done := 0
@@ -73,12 +76,12 @@ exits non-zero if any does. Run it before training on a dataset.`,
 			g.SetLimit(max(1, workers))
 			for i := range tasks {
 				g.Go(func() error {
-					results[i] = validateOne(cmd, &bf, &tasks[i], timeout)
+					results[i] = validateOne(ctx, stderr, &bf, &tasks[i], timeout)
 					mu.Lock()
 					done++
 					if !asJSON {
 						v := results[i]
-						cmd.PrintErrf("[%d/%d] %s: gold %.0f, empty %.0f%s\n", done, len(tasks), v.InstanceID, v.Gold, v.Empty, okMark(v))
+						fmt.Fprintf(stderr, "[%d/%d] %s: gold %.0f, empty %.0f%s\n", done, len(tasks), v.InstanceID, v.Gold, v.Empty, okMark(v))
 					}
 					mu.Unlock()
 					return ctx.Err()
@@ -143,18 +146,17 @@ func okMark(v validation) string {
 }
 
 // validateOne runs the gold and the empty check for t.
-func validateOne(cmd *cobra.Command, bf *boxFlags, t *task.Task, timeout time.Duration) (v validation) {
+func validateOne(ctx context.Context, stderr io.Writer, bf *boxFlags, t *task.Task, timeout time.Duration) (v validation) {
 	start := time.Now()
 	v.InstanceID = t.InstanceID
 	defer func() { v.Seconds = time.Since(start).Seconds() }()
-	ctx := cmd.Context()
-	gold, err := gradeInBox(ctx, bf, t, "", t.Patch, timeout, cmd.ErrOrStderr())
+	gold, err := gradeInBox(ctx, bf, t, "", t.Patch, timeout, stderr)
 	if err != nil {
 		v.Error = "gold run: " + err.Error()
 		return v
 	}
 	v.Gold, v.GoldReason = gold.Reward, gold.Reason
-	empty, err := gradeInBox(ctx, bf, t, "", "", timeout, cmd.ErrOrStderr())
+	empty, err := gradeInBox(ctx, bf, t, "", "", timeout, stderr)
 	if err != nil {
 		v.Error = "empty run: " + err.Error()
 		return v
