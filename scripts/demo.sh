@@ -22,10 +22,10 @@ echo "(exit code $?)"
 set -e
 # Grading the way the SWE-bench harness does: the gold patch must resolve each
 # task and no patch must not (the local box runs the host's python3 + pytest).
-if python3 -m pytest --version >/dev/null 2>&1; then
+if "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 -- python3 -m pytest --version >/dev/null 2>&1; then
   step "$SWERVE" validate --dataset "$DATA" --backend local
 else
-  echo "(skipping validate: this host's python3 has no pytest; apt-get install python3-pytest)"
+  echo "(skipping validate: python3 in the local box has no pytest; apt-get install python3-pytest)"
 fi
 printf '\nFor an interactive shell in the same box:\n  %s shell --dataset %s --instance_id sample__calc-1\n' "$SWERVE" "$DATA"
 if [ -d ../shared/data/swebench ]; then
