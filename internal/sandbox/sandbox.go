@@ -58,9 +58,13 @@ type Sandbox interface {
 	//     126 with the reason in Output, as a shell would; not an error.
 	//   - Cancelling ctx kills the command the same way and returns an error
 	//     wrapping ctx.Err(); with ctx already done, nothing is started.
-	//   - Processes a finished command left in the background keep running
-	//     until Close (agents start servers that way); output they write
-	//     after the command exits may be cut off.
+	//   - When the command ends (it exits, times out or is cancelled),
+	//     everything it started is killed before Exec returns, including
+	//     daemons that double-forked, called setsid or cleared their
+	//     environment; nothing they print after the command's end is in
+	//     Output. (Only processes that a concurrent, still running command
+	//     of the same box could have started are spared until that one
+	//     ends too.)
 	//
 	// Errors mean the command could not be run or its result not be read;
 	// ErrClosed once the box is closed or dead.
@@ -144,6 +148,13 @@ type ExecRequest struct {
 	// elided and the head and tail are kept. Zero means DefaultMaxOutput;
 	// negative means no cap.
 	MaxOutput int
+	// KillOthers makes the command's end kill every other process in the
+	// box as well, whoever started it, other commands still running
+	// included (they end with exit 137), before Exec returns. Graders set
+	// it on the eval script: in a grading box nothing but the eval script
+	// runs, and nothing else may write to its log or to the files read
+	// after it. A backend that cannot do it fails the Exec.
+	KillOthers bool
 }
 
 // DefaultMaxOutput is the output cap when ExecRequest.MaxOutput is zero.

@@ -192,6 +192,8 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		TimeoutMS: req.Timeout.Milliseconds(),
 		MaxOutput: req.MaxOutput,
 		Stdin:     req.Stdin != nil,
+
+		KillOthers: req.KillOthers,
 	}
 	if req.Timeout > 0 && m.TimeoutMS == 0 {
 		m.TimeoutMS = 1
@@ -202,6 +204,9 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	}
 	if err := respErr(resp); err != nil {
 		return sandbox.ExecResult{}, fmt.Errorf("exec %q: %w", req.Cmd, err)
+	}
+	if req.KillOthers && !resp.KilledOthers {
+		return sandbox.ExecResult{}, fmt.Errorf("exec %q: kill_others: the helper did not kill the box's other processes (an older helper, or one that is neither PID 1 nor a subreaper)", req.Cmd)
 	}
 	return sandbox.ExecResult{
 		Output:      out,

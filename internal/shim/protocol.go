@@ -39,7 +39,9 @@ import (
 // client refuses a helper with another version. Additions that an older
 // peer answers clearly need no new version: OpTool and Message.Tool came
 // that way, since a helper without them rejects the op by name ("unknown
-// op") and a client without them never sends it.
+// op") and a client without them never sends it. So did exec's KillOthers:
+// a helper that does not know it leaves KilledOthers unset in its answer,
+// and the client then fails the call.
 const ProtocolVersion = 1
 
 // Ops a client can ask for.
@@ -80,6 +82,10 @@ type Message struct {
 	TimeoutMS int64    `json:"timeout_ms,omitempty"`
 	MaxOutput int      `json:"max_output,omitempty"`
 	Stdin     bool     `json:"stdin,omitempty"` // the payload is the command's stdin
+	// KillOthers: when the command ends, kill every other process in the
+	// helper's subtree too, whoever started it (sandbox.ExecRequest's
+	// KillOthers). The response confirms it with KilledOthers.
+	KillOthers bool `json:"kill_others,omitempty"`
 
 	// cancel requests
 	Target uint64 `json:"target,omitempty"`
@@ -100,6 +106,8 @@ type Message struct {
 	OutputBytes int64  `json:"output_bytes,omitempty"`
 	ElidedBytes int64  `json:"elided_bytes,omitempty"`
 	DurationNS  int64  `json:"duration_ns,omitempty"`
+	// KilledOthers confirms that a KillOthers request was carried out.
+	KilledOthers bool `json:"killed_others,omitempty"`
 
 	// hello responses
 	Version  int    `json:"version,omitempty"`

@@ -20,10 +20,12 @@ import (
 	"github.com/swerve-dev/swerve/internal/shim/tools"
 )
 
-// outputGrace is how long a finished command's output is still collected
-// while processes it left in the background hold the pipe open. Whatever
-// the command wrote before it exited is kept regardless (see drain).
-const outputGrace = 100 * time.Millisecond
+// outputDrain bounds how long a finished command's output is still
+// collected after the sweep while something holds its pipe open: only a
+// process the sweep had to spare (one a concurrent, still running command
+// may have started) can. Whatever the command wrote before it exited is
+// kept regardless (see collectOutput).
+const outputDrain = 10 * time.Millisecond
 
 // Server serves the protocol. Its main stream (Serve's r and w) is its
 // lifeline: when it ends, the server kills everything it started and
@@ -40,6 +42,10 @@ type Server struct {
 	// editor serves the file editor for every stream, so that undo_edit
 	// reverts edits made over any of them.
 	editor *tools.Editor
+
+	// reaps is set when orphans of commands come to the helper (it is
+	// PID 1 or a child subreaper), which is what sweep relies on.
+	reaps bool
 
 	mu      sync.Mutex
 	running map[runKey]*proc              // exec requests in flight
@@ -61,6 +67,7 @@ type runKey struct {
 
 type proc struct {
 	pgid     int
+	start    uint64 // the leader's start time, clock ticks since boot; 0 if unknown
 	timedOut bool
 	done     bool
 }
@@ -97,6 +104,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	// As a container's PID 1, or as a child subreaper elsewhere, orphans of
 	// killed commands come to us: reap them so they don't linger as zombies.
 	if os.Getpid() == 1 || setSubreaper() == nil {
+		s.reaps = true
 		stop := startReaper(&s.mu, s.isRunningLocked)
 		defer stop()
 	}
@@ -108,6 +116,7 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		s.closeConns()
 		s.killAll()
 		s.wg.Wait()
+		s.sweep(true) // whatever escaped the process groups
 	}()
 	if s.ln != nil {
 		s.wg.Go(func() { s.accept(ctx) })
@@ -240,7 +249,11 @@ func writeFile(path string, data []byte, mode fs.FileMode) error {
 	return f.Close()
 }
 
-// exec runs one command in its own process group and fills resp.
+// exec runs one command in its own process group and fills resp. When the
+// command ends, by exiting, on timeout or on cancel, everything it started is
+// killed (see sweep) before its output is collected, so what its leftovers
+// would print afterwards is not part of the result. With m.KillOthers,
+// every other process in the box goes too.
 func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte, resp *Message) []byte {
 	if len(m.Cmd) == 0 {
 		resp.Err, resp.ErrKind = "exec: empty command", KindInvalid
@@ -283,6 +296,9 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	err = cmd.Start()
 	if err == nil {
 		p.pgid = cmd.Process.Pid
+		// Nothing waits for the leader yet, so its /proc entry is still
+		// there; 0 (unknown) only makes the sweep spare more.
+		p.start, _, _ = procStartTime(p.pgid)
 		s.running[key] = p
 		s.groups[p.pgid] = struct{}{}
 	}
@@ -325,10 +341,6 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	stop := context.AfterFunc(ctx, func() { killTree(p.pgid) })
 	werr := cmd.Wait()
 	stop()
-	if inW != nil {
-		inW.Close() // unblocks a stdin writer stuck on a pipe nobody reads
-	}
-	collectOutput(outR, out, copied)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -337,11 +349,22 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	timedOut := p.timedOut
 	delete(s.running, key)
 	s.mu.Unlock()
-	if timedOut {
-		// Whatever the timed-out command started must be gone too, even
-		// when its leader exited before the kill.
+	// The leader is gone: kill what it left, right away, before reading
+	// the rest of the output, so that once every writer is dead the pipe
+	// ends at once and nothing printed after the command's end counts.
+	if timedOut || !s.reaps {
+		// The group first, even when its leader exited before the kill;
+		// without a subreaper it is all that can be found.
 		killTree(p.pgid)
 	}
+	s.sweep(m.KillOthers)
+	if m.KillOthers && s.reaps {
+		resp.KilledOthers = true
+	}
+	if inW != nil {
+		inW.Close() // unblocks a stdin writer stuck on a pipe nobody reads
+	}
+	collectOutput(outR, out, copied)
 
 	resp.DurationNS = time.Since(start).Nanoseconds()
 	resp.ExitCode = exitCode(cmd.ProcessState, werr)
@@ -365,15 +388,22 @@ func (s *Server) isRunningLocked(pid int) bool {
 	return false
 }
 
-// collectOutput waits for the output copy to reach EOF. If processes left
-// in the background keep the pipe open past outputGrace, it stops the copy
-// and drains what is already buffered without blocking, so nothing the
-// command itself wrote is lost.
+// collectOutput waits for the output copy to reach EOF. If a process the
+// sweep spared keeps the pipe open past outputDrain, it stops the copy and
+// drains what is already buffered without blocking, so nothing the command
+// itself wrote is lost.
 func collectOutput(r *os.File, out io.Writer, copied <-chan struct{}) {
 	select {
 	case <-copied:
 		return
-	case <-time.After(outputGrace):
+	default:
+	}
+	t := time.NewTimer(outputDrain)
+	defer t.Stop()
+	select {
+	case <-copied:
+		return
+	case <-t.C:
 	}
 	_ = r.SetReadDeadline(time.Now())
 	<-copied
