@@ -106,8 +106,8 @@ func (s *suite) testCloseConcurrent(t *testing.T) {
 }
 
 // testCloseBackground leaves processes running in the box (one detached
-// with nohup) and closes it; the leak check after the Close tests then
-// finds them if Close did not remove them.
+// with nohup, under a command still running) and closes it; the leak check
+// after the Close tests then finds them if Close did not remove them.
 func (s *suite) testCloseBackground(t *testing.T) {
 	box := s.open(t, nil)
 	req := sandbox.ExecRequest{
@@ -115,8 +115,16 @@ func (s *suite) testCloseBackground(t *testing.T) {
 		Timeout: time.Minute,
 	}
 	wantOutput(t, req, run(t, box, req), "started\n")
+	req = sandbox.ExecRequest{Cmd: sandbox.Bash("nohup sleep 1000 >/dev/null 2>&1 & echo $$ > running.pid; sleep 1000")}
+	done := startExec(context.Background(), box, req)
+	waitRunning(t, box, done, "running.pid")
 	writeFile(t, box, "left-behind/file.txt", []byte("x"), 0o644)
 	closeNow(t, box)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("Exec(%s) still running 10s after Close returned", showCmd(req.Cmd))
+	}
 }
 
 // testParallelOpenClose opens h.Parallel boxes at once, runs one command in

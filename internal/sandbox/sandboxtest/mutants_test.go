@@ -47,8 +47,14 @@ func TestMutants(t *testing.T) {
 		{"workdir-ignored", box("Spec", "Workdir")},
 		{"closed-plain", "Close/UseAfterClose"},
 		{"close-no-kill", "NoLeaksAfterClose"},
+		{"no-sweep", box("Contain", "DoubleFork")},
+		{"no-sweep", box("Contain", "DoubleForkTimeout")},
+		{"no-sweep", box("Contain", "ClearedEnv")},
+		{"no-sweep", box("Contain", "ParentWatcher")},
+		{"no-sweep", box("Contain", "Cancel")},
+		{"no-kill-others", box("Contain", "KillOthers")},
 	} {
-		t.Run(m.bug, func(t *testing.T) {
+		t.Run(m.bug+"/"+m.subtest, func(t *testing.T) {
 			t.Parallel()
 			pattern := "^TestSuite$"
 			for _, part := range strings.Split(m.subtest, "/") {

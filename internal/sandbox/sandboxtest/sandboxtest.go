@@ -103,6 +103,7 @@ func Run(t *testing.T, h Harness) {
 			{"Stdin", func(t *testing.T) { runParallel(t, s.stdinTests()) }},
 			{"Timeout", func(t *testing.T) { runParallel(t, s.timeoutTests()) }},
 			{"Context", func(t *testing.T) { runParallel(t, s.contextTests()) }},
+			{"Contain", func(t *testing.T) { runParallel(t, s.containTests()) }},
 			{"Output", func(t *testing.T) { runParallel(t, s.outputTests()) }},
 			{"Concurrency", func(t *testing.T) { runParallel(t, s.concurrencyTests()) }},
 			{"Files", func(t *testing.T) { runParallel(t, s.fileTests()) }},

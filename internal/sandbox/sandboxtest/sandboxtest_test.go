@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -115,7 +117,7 @@ type fakeBox struct {
 
 	mu      sync.Mutex
 	closed  bool
-	running map[int]bool // process groups of the Execs under way
+	running map[int]bool // wrappers of the Execs under way
 	done    chan struct{}
 }
 
@@ -162,16 +164,24 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 		}
 	}
 	out := &headTail{max: limit, noMarker: x.bug == "no-marker"}
-	cmd := exec.Command(req.Cmd[0], req.Cmd[1:]...)
+	// The command runs under a wrapper, this test binary (see
+	// fakeWrapper), that kills whatever the command leaves behind.
+	cmd := exec.Command(os.Args[0], req.Cmd...)
 	cmd.Dir = x.abs(req.Cwd)
-	cmd.Env = slices.Concat(x.env, req.Env)
+	cmd.Env = slices.Concat(x.env, req.Env, []string{fakeWrapEnv + "=" + x.bug})
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		return sandbox.ExecResult{}, err
+	}
+	defer statusR.Close()
+	cmd.ExtraFiles = []*os.File{statusW}
 	cmd.Stdout, cmd.Stderr = out, out // the same writer: one pipe, write order kept
 	var stderr *bytes.Buffer
 	switch x.bug {
 	case "cwd-ignored":
 		cmd.Dir = x.wd
 	case "env-order":
-		cmd.Env = slices.Concat(req.Env, x.env)
+		cmd.Env = slices.Concat(req.Env, x.env, []string{fakeWrapEnv + "=" + x.bug})
 	case "separate-pipes":
 		stderr = new(bytes.Buffer)
 		cmd.Stderr = stderr
@@ -190,15 +200,14 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 	}
 
 	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(out, "%s: command not found\n", req.Cmd[0])
-			return out.result(127, time.Since(start)), nil
-		}
+	err = cmd.Start()
+	statusW.Close()
+	if err != nil {
 		return sandbox.ExecResult{}, err
 	}
 	pgid := cmd.Process.Pid
-	kill := func() { syscall.Kill(-pgid, syscall.SIGKILL) }
+	// SIGUSR1 asks the wrapper to kill the command and all it started.
+	kill := func() { syscall.Kill(pgid, syscall.SIGUSR1) }
 	timeoutKill := kill
 	switch x.bug {
 	case "leader-only-kill":
@@ -236,12 +245,44 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 		defer timer.Stop()
 		timeout = timer.C
 	}
+	// KillOthers: once this command is over, the wrappers of the others
+	// kill them and everything they started.
+	defer func() {
+		if !req.KillOthers || x.bug == "no-kill-others" {
+			return
+		}
+		x.mu.Lock()
+		others := slices.Collect(maps.Keys(x.running))
+		x.mu.Unlock()
+		for _, pid := range others {
+			syscall.Kill(pid, syscall.SIGUSR1)
+		}
+		// Return only once they are all gone.
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			x.mu.Lock()
+			left := slices.ContainsFunc(others, func(pid int) bool { return x.running[pid] })
+			x.mu.Unlock()
+			if !left {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
 	select {
 	case <-waited:
-		ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-		code := ws.ExitStatus()
-		if ws.Signaled() && x.bug != "signal-raw" {
-			code = 128 + int(ws.Signal())
+		var kind string
+		var code int
+		if _, err := fmt.Fscan(statusR, &kind, &code); err != nil {
+			return sandbox.ExecResult{}, fmt.Errorf("fake: no status from the wrapper: %w", err)
+		}
+		switch kind {
+		case "notfound":
+			fmt.Fprintf(out, "%s: command not found\n", req.Cmd[0])
+			code = 127
+		case "signal":
+			if x.bug != "signal-raw" {
+				code += 128
+			}
 		}
 		if stderr != nil {
 			out.Write(stderr.Bytes())
@@ -268,6 +309,9 @@ func (x *fakeBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Ex
 		<-waited
 		return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", ctx.Err())
 	case <-x.done:
+		if x.bug == "close-no-kill" {
+			return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", sandbox.ErrClosed)
+		}
 		kill()
 		<-waited
 		return sandbox.ExecResult{}, fmt.Errorf("fake: exec: %w", sandbox.ErrClosed)
@@ -320,13 +364,14 @@ func (x *fakeBox) Close(context.Context) error {
 	}
 	x.closed = true
 	close(x.done)
-	for pgid := range x.running {
-		syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	x.mu.Unlock()
 	if x.bug == "close-no-kill" {
+		x.mu.Unlock()
 		return os.RemoveAll(x.dir)
 	}
+	for pid := range x.running {
+		syscall.Kill(pid, syscall.SIGUSR1)
+	}
+	x.mu.Unlock()
 	// Whatever left its group (or outlived a finished command) still has
 	// the box's marker in its environment.
 	for range 3 {
@@ -389,4 +434,117 @@ func TestHelpers(t *testing.T) {
 	if res.OutputBytes != 16 || res.ElidedBytes != 6 || !bytes.HasPrefix(res.Output, []byte("01234")) || !bytes.HasSuffix(res.Output, []byte("bcdef")) {
 		t.Errorf("headTail(10) of 16 bytes = %s", showRes(res))
 	}
+}
+
+// fakeWrapEnv, set in a process's environment, makes this test binary a
+// wrapper for one command of the fake (its arguments) rather than run
+// tests. Its value is the fake's bug.
+const fakeWrapEnv = "SBT_FAKE_WRAP"
+
+func init() {
+	if bug, ok := os.LookupEnv(fakeWrapEnv); ok {
+		os.Exit(fakeWrapper(bug, os.Args[1:]))
+	}
+}
+
+// fakeWrapper runs argv in a process group of its own, as a child
+// subreaper, so that whatever the command starts and leaves behind is
+// re-parented to it. When the command's leader ends, or on SIGUSR1 (a
+// timeout, a cancel, Close, KillOthers), it kills its group and then every
+// child it has, until none is left, and writes the leader's status to fd
+// 3: "exit N", "signal N" or "notfound 0".
+func fakeWrapper(bug string, argv []string) int {
+	syscall.CloseOnExec(3) // for the wrapper alone, not the command
+	status := os.NewFile(3, "status")
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, 36 /* PR_SET_CHILD_SUBREAPER */, 1, 0); errno != 0 {
+		fmt.Fprintln(os.Stderr, "fake wrapper: subreaper:", errno)
+		return 2
+	}
+	env := slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, fakeWrapEnv+"=") })
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = env
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	// Caught, not ignored: the command must not inherit an ignored TERM.
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintln(status, "notfound 0")
+			return 0
+		}
+		fmt.Fprintln(os.Stderr, "fake wrapper:", err)
+		return 2
+	}
+	leader := cmd.Process.Pid
+	go func() {
+		<-usr1
+		syscall.Kill(-leader, syscall.SIGKILL)
+	}()
+	cmd.Wait()
+	if bug != "no-sweep" && bug != "no-waitdelay" {
+		for {
+			kids := wrapperChildren()
+			if len(kids) == 0 {
+				break
+			}
+			for _, pid := range kids {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+			for {
+				pid, _ := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+				if pid <= 0 {
+					break
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		fmt.Fprintln(status, "signal", int(ws.Signal()))
+	} else {
+		fmt.Fprintln(status, "exit", ws.ExitStatus())
+	}
+	return 0
+}
+
+// wrapperChildren lists the calling process's children from /proc: from
+// its threads' children files (quick) where the kernel has them, else from
+// every process's parent.
+func wrapperChildren() []int {
+	var kids []int
+	if files, _ := filepath.Glob("/proc/self/task/*/children"); len(files) > 0 {
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			for _, field := range strings.Fields(string(data)) {
+				var pid int
+				fmt.Sscan(field, &pid)
+				kids = append(kids, pid)
+			}
+		}
+		return kids
+	}
+	self := os.Getpid()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var ppid int
+		if _, err := fmt.Sscan(s[i+1:], &state, &ppid); err == nil && ppid == self {
+			var pid int
+			fmt.Sscan(filepath.Base(filepath.Dir(p)), &pid)
+			kids = append(kids, pid)
+		}
+	}
+	return kids
 }
