@@ -25,6 +25,47 @@
 // is the JSON-encoded tools.Result. A mistake in the arguments is reported
 // inside that Result, for the model; Message.Err is for requests the
 // helper could not serve at all (an unknown tool).
+//
+// # Containment
+//
+// When a command ends, by exiting, on timeout or on cancel, everything it
+// started is killed before its result is sent, and nothing printed after
+// its end is counted. The helper makes itself a child subreaper
+// (PR_SET_CHILD_SUBREAPER), or is PID 1 in a container, so every process
+// of its subtree whose parent dies is re-parented to it: once a command's
+// leader is gone, whatever it started that still lives is, or descends
+// from, a direct child of the helper that leads no running command. Right
+// after the leader is reaped (and, on timeout or cancel, its process group
+// killed), the helper sweeps: it lists its own children from
+// /proc/self/task/*/children (a scan of /proc only on kernels without
+// those files), SIGKILLs each one no running command could have started
+// (its start time, field 22 of /proc/PID/stat, is before every running
+// command's start, with one clock tick of slack), reaps, and repeats until
+// a round finds nothing: a killed process hands its children to the
+// helper, so fork loops run out too. A daemon cannot get away by forking
+// twice, calling setsid, changing its process group or clearing its
+// environment: none of these changes its parent chain or its start time.
+// Only then is the output read to its end; with every writer dead the pipe
+// ends at once. If something the sweep had to spare still holds it, the
+// output is drained for at most outputDrain (10ms) and cut. An exec with
+// KillOthers sweeps everything instead, the leaders of other running
+// commands included; it is meant for grading boxes, where nothing but the
+// eval script may run.
+//
+// Limits. Orphans of an ended command that a concurrent, still running
+// command could have started (it started no later than they did) live
+// until that command ends too, and may print into the ended command's
+// output for up to outputDrain. Between a leader's exit and the sweep
+// there is a window of microseconds (milliseconds on a loaded machine) in
+// which a child that polls for its parent's death can notice it and print
+// a line before it is killed; closing it would take a freezer or ptrace.
+// Graders therefore cut eval logs at an end line the eval script's own
+// shell prints. Root in the box can kill the helper itself, which ends the
+// box (PID 1 in a container; with the local backend, its orphans go to the
+// next subreaper up, so the backend also kills what runs under the box's
+// directory on Close); without a subreaper (prctl refused) the helper
+// falls back to killing each command's process group and the descendants
+// it can still find.
 package shim
 
 import (
