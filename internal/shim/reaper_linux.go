@@ -3,7 +3,6 @@ package shim
 import (
 	"os"
 	"os/signal"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -38,22 +37,13 @@ func startReaper(mu *sync.Mutex, ours func(pid int) bool) (stop func()) {
 func reapOrphans(mu *sync.Mutex, ours func(pid int) bool) {
 	mu.Lock()
 	defer mu.Unlock()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return
-	}
-	self := os.Getpid()
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
+	// Only the helper's own children can be its zombies: listing them is
+	// cheap even on a host with many processes (the local backend).
+	for _, pid := range childPIDs(false) {
+		if ours(pid) {
 			continue
 		}
-		f, state, ok := procStat(pid)
-		if !ok || state != "Z" || len(f) < 4 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		if ppid != self || ours(pid) {
+		if _, state, ok := procStat(pid); !ok || state != "Z" {
 			continue
 		}
 		var ws syscall.WaitStatus

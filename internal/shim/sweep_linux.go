@@ -57,7 +57,7 @@ func (s *Server) sweep(all bool) {
 func (s *Server) sweepRound(all bool) (killed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, pid := range childPIDs() {
+	for _, pid := range childPIDs(all) {
 		leader := s.isRunningLocked(pid)
 		if leader && !all {
 			continue
@@ -102,21 +102,41 @@ var childrenFiles = sync.OnceValue(func() bool {
 	return err == nil
 })
 
-// childPIDs lists the helper's direct children. The per-thread children
-// files are cheap to read, whatever runs on the machine; each is read in
-// one system call so that the list is taken in one go.
-func childPIDs() []int {
+// childBuf holds buffers for children files: big enough for thousands of
+// pids, so that each file is read in one system call.
+var childBuf = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
+// childPIDs lists the helper's direct children: with leaders set, all of
+// them; without, at least every orphan, the leaders of commands being
+// optional. The per-thread children files are cheap to read, whatever runs
+// on the machine; each is read in one system call so that the list is
+// taken in one go.
+//
+// A child is listed under the thread that forked it, so a command's leader
+// may be under any of the helper's threads; but the kernel hands orphans
+// to the first live thread of their subreaper, the main thread, which a Go
+// program never ends. So orphans alone take one file.
+func childPIDs(leaders bool) []int {
 	if !childrenFiles() {
 		return scanChildren()
 	}
-	tasks, err := os.ReadDir("/proc/self/task")
-	if err != nil {
-		return scanChildren()
+	var tids []string
+	if leaders {
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return scanChildren()
+		}
+		for _, t := range tasks {
+			tids = append(tids, t.Name())
+		}
+	} else {
+		tids = []string{strconv.Itoa(os.Getpid())}
 	}
 	var pids []int
-	buf := make([]byte, 64<<10)
-	for _, t := range tasks {
-		data, err := readOnce("/proc/self/task/"+t.Name()+"/children", buf)
+	buf := childBuf.Get().(*[]byte)
+	defer childBuf.Put(buf)
+	for _, tid := range tids {
+		data, err := readOnce("/proc/self/task/"+tid+"/children", *buf)
 		if err != nil {
 			continue // the thread ended; its children moved to another
 		}
