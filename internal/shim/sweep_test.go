@@ -1,8 +1,10 @@
 package shim
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -167,5 +169,37 @@ func BenchmarkSweep(b *testing.B) {
 	s := &Server{reaps: true, running: map[runKey]*proc{}}
 	for b.Loop() {
 		s.sweep(false)
+	}
+}
+
+// TestKillOthersNeedsHelperConsent: a helper that does not confirm
+// KillOthers (an older one, which ignores the field) fails the exec rather
+// than let a grader believe the box was cleared.
+func TestKillOthersNeedsHelperConsent(t *testing.T) {
+	reqR, reqW := io.Pipe()
+	respR, respW := io.Pipe()
+	defer reqW.Close()
+	go func() { // answers every exec with exit 0 and nothing else
+		defer respW.Close()
+		br := bufio.NewReader(reqR)
+		for {
+			m, _, err := readFrame(br)
+			if err != nil {
+				return
+			}
+			buf, _ := appendFrame(nil, &Message{ID: m.ID}, nil)
+			if _, err := respW.Write(buf); err != nil {
+				return
+			}
+		}
+	}()
+	c := NewClient(respR, reqW)
+	ctx := context.Background()
+	if _, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"true"}}); err != nil {
+		t.Fatalf("plain exec: %v", err)
+	}
+	_, err := c.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"true"}, KillOthers: true})
+	if err == nil || !strings.Contains(err.Error(), "kill_others") {
+		t.Errorf("exec with KillOthers on a helper that does not confirm it: error %v, want one naming kill_others", err)
 	}
 }
