@@ -285,7 +285,7 @@ func TestHideLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer box.Close(ctx)
-	if err := Hide(ctx, box, "."); err != nil {
+	if err := Hide(ctx, box, ""); err != nil {
 		t.Fatal(err)
 	}
 	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("ls r2e_tests >/dev/null 2>&1 || echo hidden; git add -A && git diff --cached --stat")})

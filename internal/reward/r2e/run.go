@@ -33,12 +33,13 @@ const (
 // a box whose absolute paths are the host's (sandbox.Scratch) only the
 // repository's copy is removed.
 func Hide(ctx context.Context, box sandbox.Sandbox, workdir string) error {
-	if workdir == "" {
+	_, scratch := box.(sandbox.Scratch)
+	if workdir == "" && !scratch {
 		workdir = reward.Workdir
 	}
 	cmd := "if git ls-files --error-unmatch -- " + RepoTests + " >/dev/null 2>&1; then " +
 		"git ls-files -z -- " + RepoTests + " | xargs -0 git update-index --skip-worktree --; fi; rm -rf " + RepoTests
-	if _, scratch := box.(sandbox.Scratch); !scratch {
+	if !scratch {
 		cmd = "rm -rf " + ImageTests + " " + SetUpTests + "; " + cmd
 	}
 	cmd += "; ! ls -d " + RepoTests + " >/dev/null 2>&1"
