@@ -59,7 +59,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
 		Resources: container.Resources{
-			NanoCPUs: int64(spec.Limits.CPUs * 1e9),
+			NanoCPUs: int64(b.cpuLimit(ctx, spec.Limits.CPUs) * 1e9),
 			Memory:   spec.Limits.MemoryMiB << 20,
 		},
 	}
@@ -160,6 +160,24 @@ const (
 	sockInBox     = "/.swerve/run"
 	sockName      = "shim.sock"
 )
+
+// cpuLimit is the CPU limit to ask for: the one given, cut to the number of
+// CPUs the engine has (engines refuse a limit above it, and a default of
+// 2 must not break a one-CPU machine).
+func (b *Backend) cpuLimit(ctx context.Context, cpus float64) float64 {
+	if cpus <= 0 {
+		return 0
+	}
+	b.ncpuOnce.Do(func() {
+		if info, err := b.cli.Info(ctx, client.InfoOptions{}); err == nil {
+			b.ncpu = info.Info.NCPU
+		}
+	})
+	if b.ncpu > 0 && cpus > float64(b.ncpu) {
+		return float64(b.ncpu)
+	}
+	return cpus
+}
 
 // sockDirFor makes the host directory shared with one box for its helper's
 // socket: a fresh directory of mode 0700 owned by the user the helper runs

@@ -232,3 +232,25 @@ func TestSocketDirOfUser(t *testing.T) {
 		})
 	}
 }
+
+// A CPU limit above what the engine has is cut to it, not refused.
+func TestCPULimitClamped(t *testing.T) {
+	b := testBackend(t, fmt.Sprintf("test-cpus-%d", os.Getpid()))
+	ctx := context.Background()
+	info, err := b.cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage(), Limits: sandbox.Limits{CPUs: float64(info.Info.NCPU) + 3}})
+	if err != nil {
+		t.Fatalf("a CPU limit above the engine's %d CPUs: %v", info.Info.NCPU, err)
+	}
+	defer box.Close(ctx)
+	insp, err := b.cli.ContainerInspect(ctx, box.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := insp.Container.HostConfig.NanoCPUs; got != int64(info.Info.NCPU)*1e9 {
+		t.Errorf("NanoCPUs = %d, want the engine's %d CPUs", got, info.Info.NCPU)
+	}
+}
