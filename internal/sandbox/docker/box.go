@@ -67,7 +67,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		pids := spec.Limits.PIDs
 		hc.Resources.PidsLimit = &pids
 	}
-	harden(hc, spec.Security)
+	harden(hc, spec.Security, user)
 	entrypoint := []string{shim.InBoxPath, "shim"}
 	if !b.copyShim {
 		hc.Binds = []string{shimPath + ":" + shim.InBoxPath + ":ro"}
@@ -241,13 +241,19 @@ var MinimalCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", 
 // harden applies the default hardening, relaxed as sec asks: every
 // capability dropped but MinimalCaps (and sec.CapAdd), and no-new-privileges
 // so that no process in the box gains privileges it was not started with.
-func harden(hc *container.HostConfig, sec sandbox.Security) {
+// A box whose user is not root keeps no capability at all (but sec.CapAdd):
+// it needs none, and Podman hands the added ones to a non-root user as
+// ambient capabilities, where Docker gives it none.
+func harden(hc *container.HostConfig, sec sandbox.Security, user string) {
 	if sec.Unhardened {
 		hc.CapAdd = slices.Clone(sec.CapAdd)
 		return
 	}
 	hc.CapDrop = []string{"ALL"}
-	hc.CapAdd = append(slices.Clone(MinimalCaps), sec.CapAdd...)
+	hc.CapAdd = slices.Clone(sec.CapAdd)
+	if uid, _, ok := numericUser(user); ok && uid == 0 {
+		hc.CapAdd = append(slices.Clone(MinimalCaps), sec.CapAdd...)
+	}
 	hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
 }
 
