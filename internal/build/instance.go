@@ -118,6 +118,9 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 		if noChange != "" {
 			f = &Failure{Stage: StageModel, Reason: noChange}
 			lg.printf("attempt %d: not built: %s", n, noChange)
+		} else if rf := checkRepair(t.EvalScript, script); rf != nil {
+			f = rf
+			lg.printf("attempt %d: not built: %s", n, rf.Reason)
 		} else {
 			res, err := r.attempt(ctx, t, n, itDir, dockerfile, script, st, lg)
 			if err != nil {

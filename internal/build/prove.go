@@ -28,6 +28,7 @@ const (
 	StageNoPatch   = "eval_nopatch" // the eval script passes without the gold patch
 	StageTimeout   = "timeout"      // an eval ran past --eval-timeout: filtered out
 	StageModel     = "model"        // the repair model could not be asked or gave nothing usable
+	StageRepair    = "repair"       // the repaired eval script dropped the test patch or the test command
 	StageInput     = "input"        // the row lacks something no repair can supply
 )
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 
@@ -25,7 +26,19 @@ type boxFlags struct {
 	CPUs    float64
 	Memory  int64
 	PIDs    int64
+	// CapAdd and Unhardened relax the container backends' hardening.
+	CapAdd     []string
+	Unhardened bool
 }
+
+// Default limits of a container box (the local backend has none): enough
+// for a repository's build and test suite, not for a fork bomb or a leak
+// to take the machine.
+const (
+	DefaultCPUs      = 2
+	DefaultMemoryMiB = 4096
+	DefaultPIDs      = 1024
+)
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+fmt.Sprint(sandbox.Names()))
@@ -34,9 +47,11 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
 	fs.StringVar(&f.Source, "source", "", "local backend: host directory to copy as the repository (default: the task's source_dir)")
 	fs.StringVar(&f.Workdir, "workdir", "", "working directory in the box (default: the image's)")
-	fs.Float64Var(&f.CPUs, "cpus", 0, "CPU limit (0: none)")
-	fs.Int64Var(&f.Memory, "memory_mb", 0, "memory limit in MiB (0: none)")
-	fs.Int64Var(&f.PIDs, "pids", 0, "process limit (0: none)")
+	fs.Float64Var(&f.CPUs, "cpus", DefaultCPUs, "container box: CPU limit (0: none)")
+	fs.Int64Var(&f.Memory, "memory_mb", DefaultMemoryMiB, "container box: memory limit in MiB (0: none)")
+	fs.Int64Var(&f.PIDs, "pids", DefaultPIDs, "container box: process limit (0: none)")
+	fs.StringSliceVar(&f.CapAdd, "cap_add", nil, "container box: Linux capabilities to add to the minimal set boxes keep ("+strings.Join(docker.MinimalCaps, ",")+"), e.g. SYS_PTRACE")
+	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
 }
 
 // open starts a box for t on the chosen backend. Notes about the choice go
@@ -66,6 +81,7 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 		Pull:         f.Pull,
 		PullProgress: stderr,
 		Limits:       sandbox.Limits{CPUs: f.CPUs, MemoryMiB: f.Memory, PIDs: f.PIDs},
+		Security:     sandbox.Security{CapAdd: f.CapAdd, Unhardened: f.Unhardened},
 		Labels:       map[string]string{docker.LabelTask: t.InstanceID},
 	}
 	if name == "local" {

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swerve-dev/swerve/internal/build"
+	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
@@ -242,7 +243,7 @@ func modelFactory(name string, opts llm.Options) build.ModelFactory {
 		provider, path, _ := llm.ParseName(name)
 		if provider == llm.ProviderReplay {
 			if fi, err := os.Stat(path); err == nil && fi.IsDir() {
-				base := filepath.Join(path, strings.NewReplacer("/", "__", ":", "_").Replace(t.InstanceID))
+				base := filepath.Join(path, fsutil.SafeName(t.InstanceID))
 				for _, ext := range []string{".json", ".jsonl"} {
 					if _, err := os.Stat(base + ext); err == nil {
 						return llm.NewReplay(name, base+ext)

@@ -145,7 +145,9 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 	ctx := cmd.Context()
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	instDir := func(p prediction) string {
-		return filepath.Join(logDir, runID, strings.ReplaceAll(p.Model, "/", "__"), p.InstanceID)
+		// The harness's layout; SafeName keeps a model named ".." (or an
+		// id from elsewhere) inside logDir.
+		return filepath.Join(logDir, fsutil.SafeName(runID), fsutil.SafeName(strings.ReplaceAll(p.Model, "/", "__")), fsutil.SafeName(p.InstanceID))
 	}
 	var mu sync.Mutex
 	failures := map[string]string{}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -42,6 +43,10 @@ shell exits.`,
 				return err
 			}
 			defer box.Close(context.WithoutCancel(ctx))
+			// What an agent would see: the hidden tests are not there.
+			if err := grader.HideTests(ctx, box, &t, "", bf.Workdir); err != nil {
+				return err
+			}
 			ia, ok := box.(sandbox.Interactive)
 			if !ok {
 				return fmt.Errorf("backend %s cannot attach a terminal", backend)

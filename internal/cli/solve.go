@@ -16,6 +16,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -69,6 +70,9 @@ such.`,
 			if err != nil {
 				return fmt.Errorf("task %s: %w", t.InstanceID, err)
 			}
+			if err := grader.HideTests(ctx, box, &t, "", workdir); err != nil {
+				return err
+			}
 			model, err := af.model(s, &t, workdir, mode)
 			if err != nil {
 				return err
@@ -87,7 +91,7 @@ such.`,
 				return runErr
 			}
 			if out == "" {
-				out = filepath.Join("swerve-solve", fmt.Sprintf("%s-%s", safeName(t.InstanceID), time.Now().Format("20060102-150405")))
+				out = filepath.Join("swerve-solve", fmt.Sprintf("%s-%s", fsutil.SafeName(t.InstanceID), time.Now().Format("20060102-150405")))
 			}
 			if err := writeSolve(out, traj); err != nil {
 				return err
@@ -104,11 +108,6 @@ such.`,
 	af.register(cmd.Flags())
 	cmd.Flags().StringVar(&out, "out", "", "directory for trajectory.json, messages.json and patch.diff (default ./swerve-solve/<id>-<time>)")
 	return cmd
-}
-
-// safeName makes an instance id usable as a file name.
-func safeName(id string) string {
-	return strings.NewReplacer("/", "__", ":", "_", " ", "_").Replace(id)
 }
 
 func writeSolve(dir string, traj *agent.Trajectory) error {

@@ -134,8 +134,37 @@ func TempOwner(name string) (int, bool) {
 	return pid, err == nil && pid > 0
 }
 
-// SafeName makes an instance id usable as one path element: "/" becomes
-// "__" and ":" becomes "_" (SWE-smith and image-style ids carry both).
+// SafeName makes an instance id usable as one path element, one-to-one: two
+// different ids never share a name. Ids made only of safe characters (every
+// id of the public datasets) are their own name; otherwise "%", "/", ":",
+// "\\" and control bytes are written %XX (hex), and "." and ".." become
+// "%2E" and "%2E%2E". The task loader refuses ids that would need the last
+// two, so they are only a guard for ids that come from elsewhere.
 func SafeName(id string) string {
-	return strings.NewReplacer("/", "__", ":", "_").Replace(id)
+	switch id {
+	case "":
+		return "%" // never an id; no escaped name is a lone "%"
+	case ".":
+		return "%2E"
+	case "..":
+		return "%2E%2E"
+	}
+	if !strings.ContainsFunc(id, needsEscape) {
+		return id
+	}
+	var b strings.Builder
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if needsEscape(rune(c)) {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// needsEscape reports the bytes SafeName writes as %XX.
+func needsEscape(r rune) bool {
+	return r == '%' || r == '/' || r == ':' || r == '\\' || r < 0x20 || r == 0x7f
 }

@@ -435,6 +435,11 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	}
 	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
 	defer closeBox()
+	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
+		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
+			return fail(agent.ExitSandboxError, err), nil
+		}
+	}
 	model, err := o.NewModel(s, t, workdir, o.Mode)
 	if err != nil {
 		return fail(agent.ExitLLMError, err), nil

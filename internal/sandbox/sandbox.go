@@ -121,6 +121,23 @@ type Spec struct {
 	// User runs commands as this user ("root", "1000:1000"); empty keeps
 	// the image's.
 	User string
+	// Security relaxes the backend's default hardening; the zero value
+	// keeps all of it.
+	Security Security
+}
+
+// Security relaxes a box's default hardening, for images that need more
+// than building, installing and testing a repository does. Container
+// backends harden every box by default: Linux capabilities cut to a
+// minimal set, and no process may gain privileges (setuid programs, sudo,
+// file capabilities do not raise them).
+type Security struct {
+	// CapAdd adds Linux capabilities ("SYS_PTRACE", "NET_RAW") to the
+	// minimal set.
+	CapAdd []string
+	// Unhardened keeps the engine's own defaults: its default capability
+	// set, and programs may gain privileges. Limits and network still apply.
+	Unhardened bool
 }
 
 // Limits are resource caps for a box.

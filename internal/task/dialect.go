@@ -43,6 +43,10 @@ func convertRows(ctx context.Context, res *LoadResult, rows []row, baseDir strin
 			bad = append(bad, RowError{File: res.Path, Row: r.index, Line: r.line, InstanceID: id, Field: f.err.field, Reason: f.err.reason})
 			continue
 		}
+		if err := CheckID(t.InstanceID); err != nil {
+			bad = append(bad, RowError{File: res.Path, Row: r.index, Line: r.line, Field: "instance_id", Reason: err.Error()})
+			continue
+		}
 		if first, dup := seen[t.InstanceID]; dup {
 			bad = append(bad, RowError{File: res.Path, Row: r.index, Line: r.line, InstanceID: t.InstanceID, Field: "instance_id",
 				Reason: fmt.Sprintf("duplicate of row %d", first)})

@@ -45,7 +45,9 @@ func loadHarbor(ctx context.Context, dir string, opts LoadOptions) (*LoadResult,
 		}
 		t, ferr := harborTask(d)
 		if ferr == nil {
-			if first, dup := seen[t.InstanceID]; dup {
+			if err := CheckID(t.InstanceID); err != nil {
+				ferr = fieldErrorf("instance_id", "%v", err)
+			} else if first, dup := seen[t.InstanceID]; dup {
 				ferr = fieldErrorf("", "duplicate of row %d", first)
 			}
 		}

@@ -236,6 +236,8 @@ func TestRunLocal(t *testing.T) {
 		{"fix", fix, 1, "resolved"},
 		{"no patch", "", 0, "tests failed: test_add (want PASSED, got FAILED)"},
 		{"patch that does not apply", strings.ReplaceAll(fix, "a - b", "a * b"), 0, "patch did not apply"},
+		{"patch that rewrites the hidden tests", cheatTests, 0, "tests failed: test_add"},
+		{"patch that rewrites run_tests.sh", cheatRunner, 0, "tests failed: test_add"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			box, err := b.Open(context.Background(), sandbox.Spec{Image: src})
@@ -251,5 +253,46 @@ func TestRunLocal(t *testing.T) {
 				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Reward, rr.Reason, tt.want, tt.reason, rr.Log)
 			}
 		})
+	}
+}
+
+// cheatTests replaces the hidden tests with ones that always pass, under
+// the same names.
+const cheatTests = "diff --git a/r2e_tests/test_calc.py b/r2e_tests/test_calc.py\n--- a/r2e_tests/test_calc.py\n+++ b/r2e_tests/test_calc.py\n" +
+	"@@ -1,9 +1,6 @@\n-from calc import add\n-\n-\n def test_add():\n-    assert add(2, 2) == 4\n+    pass\n \n \n def test_zero():\n-    assert add(0, 0) == 0\n+    pass\n"
+
+// cheatRunner makes run_tests.sh print passing results without testing.
+const cheatRunner = "diff --git a/run_tests.sh b/run_tests.sh\n--- a/run_tests.sh\n+++ b/run_tests.sh\n" +
+	"@@ -1 +1,3 @@\n-PYTHONPATH=. /usr/bin/python3 -W ignore -m pytest -p no:cacheprovider -rA r2e_tests\n" +
+	"+echo '=========================== short test summary info ============================'\n" +
+	"+echo 'PASSED r2e_tests/test_calc.py::test_add'\n+echo 'PASSED r2e_tests/test_calc.py::test_zero'\n"
+
+// TestHideLocal: the agent's copy of the repository loses r2e_tests, and
+// the removal is not part of its patch.
+func TestHideLocal(t *testing.T) {
+	src := t.TempDir()
+	os.MkdirAll(filepath.Join(src, "r2e_tests"), 0o755)
+	os.WriteFile(filepath.Join(src, "calc.py"), []byte("x = 1\n"), 0o644)
+	os.WriteFile(filepath.Join(src, "r2e_tests", "test_calc.py"), []byte("def test_x():\n    pass\n"), 0o644)
+	b, err := local.New(sandbox.Options{ShimPath: testutil.SwerveBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.TempDir = t.TempDir()
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{Image: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	if err := Hide(ctx, box, ""); err != nil {
+		t.Fatal(err)
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("ls r2e_tests >/dev/null 2>&1 || echo hidden; git add -A && git diff --cached --stat")})
+	if err != nil || string(res.Output) != "hidden\n" {
+		t.Errorf("after Hide: %q, %v; want r2e_tests gone and an empty patch", res.Output, err)
+	}
+	if _, err := os.Stat(filepath.Join(src, "r2e_tests", "test_calc.py")); err != nil {
+		t.Errorf("Hide touched the source directory: %v", err)
 	}
 }

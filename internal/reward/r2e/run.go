@@ -16,12 +16,71 @@ import (
 // a box up (hidden from the agent); a fresh image has it in the repository.
 const RunTests = "/root/run_tests.sh"
 
+// Where R2E-Gym keeps the hidden tests: a fresh image has them at
+// ImageTests, its runtime's set-up moves them to SetUpTests and links them
+// into the repository as RepoTests, which run_tests.sh expects.
+const (
+	ImageTests = "/r2e_tests"
+	SetUpTests = "/root/r2e_tests"
+	RepoTests  = "r2e_tests"
+)
+
+// Hide removes the hidden tests from an agent's box before the agent
+// starts: ImageTests, SetUpTests and the repository's RepoTests. Grading
+// happens in a fresh box from the image, which has them. A RepoTests that
+// git tracks (a local source directory holding its tests) is marked
+// skip-worktree first, so its removal is not part of the agent's patch. On
+// a box whose absolute paths are the host's (sandbox.Scratch) only the
+// repository's copy is removed.
+func Hide(ctx context.Context, box sandbox.Sandbox, workdir string) error {
+	_, scratch := box.(sandbox.Scratch)
+	if workdir == "" && !scratch {
+		workdir = reward.Workdir
+	}
+	cmd := "if git ls-files --error-unmatch -- " + RepoTests + " >/dev/null 2>&1; then " +
+		"git ls-files -z -- " + RepoTests + " | xargs -0 git update-index --skip-worktree --; fi; rm -rf " + RepoTests
+	if !scratch {
+		cmd = "rm -rf " + ImageTests + " " + SetUpTests + "; " + cmd
+	}
+	cmd += "; ! ls -d " + RepoTests + " >/dev/null 2>&1"
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", cmd}, Cwd: workdir, Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("hide the hidden tests: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("hide the hidden tests: exit %d: %s", res.ExitCode, reward.LastLine(string(res.Output)))
+	}
+	return nil
+}
+
+// restoreScript puts the image's hidden tests in the repository before the
+// tests run, over whatever the patch left at RepoTests (a patch that adds
+// its own r2e_tests/ must not have its own tests graded): the image's
+// SetUpTests or ImageTests linked in, else the repository's committed copy,
+// else nothing. On a Scratch box only the committed copy (and run_tests.sh's)
+// is used. It prints nothing.
+func restoreScript(scratch bool) string {
+	lines := []string{"# swerve: the hidden tests come from the image, never from the patch"}
+	fromGit := "if git cat-file -e HEAD:" + RepoTests + " 2>/dev/null; then rm -rf " + RepoTests + " && git checkout -q HEAD -- " + RepoTests + "; else rm -rf " + RepoTests + "; fi"
+	if scratch {
+		lines = append(lines, fromGit,
+			"if git cat-file -e HEAD:run_tests.sh 2>/dev/null; then git checkout -q HEAD -- run_tests.sh; fi")
+	} else {
+		lines = append(lines,
+			"swerve_tests=",
+			"for d in "+SetUpTests+" "+ImageTests+"; do if [ -d \"$d\" ]; then swerve_tests=$d; break; fi; done",
+			"if [ -n \"$swerve_tests\" ]; then rm -rf "+RepoTests+" && ln -s \"$swerve_tests\" "+RepoTests+"; else "+fromGit+"; fi",
+			"unset swerve_tests")
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
 // DefaultScript is the eval script for a row that carries none: run R2E-Gym's
 // run_tests.sh from the repository, the way its runtime does. A fresh image
 // keeps run_tests.sh in the repository and the hidden tests in /r2e_tests;
 // R2E-Gym's set-up moves both to /root and links the tests back as
-// <repo>/r2e_tests, which run_tests.sh expects. The script makes the same
-// link when it is missing and runs whichever run_tests.sh is there.
+// <repo>/r2e_tests, which run_tests.sh expects. Run makes the same link
+// (see restoreScript) and the script runs whichever run_tests.sh is there.
 //
 // scratch is set for boxes whose absolute paths are the host's (the local
 // backend): there only the repository's own run_tests.sh is used.
@@ -31,11 +90,6 @@ func DefaultScript(scratch bool) string {
 	}
 	return strings.Join([]string{
 		"# R2E-Gym's test run (written by swerve: the row has no eval script)",
-		"if [ ! -e r2e_tests ]; then",
-		"  for d in /root/r2e_tests /r2e_tests; do",
-		`    if [ -d "$d" ]; then ln -s "$d" r2e_tests; break; fi`,
-		"  done",
-		"fi",
 		"if [ -f " + RunTests + " ]; then",
 		"  bash " + RunTests,
 		"else",
@@ -79,8 +133,8 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, err
 	}
 	script := t.EvalScript
+	_, scratch := box.(sandbox.Scratch)
 	if script == "" {
-		_, scratch := box.(sandbox.Scratch)
 		script = DefaultScript(scratch)
 		if !scratch {
 			if err := keepRunTests(ctx, box, opts.Workdir); err != nil {
@@ -88,6 +142,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 			}
 		}
 	}
+	script = restoreScript(scratch) + script
 	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)

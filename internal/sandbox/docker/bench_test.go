@@ -72,17 +72,28 @@ func BenchmarkOpenClose(b *testing.B) {
 	ctx := context.Background()
 	img := testutil.TestImage()
 
-	b.Run("swerve", func(b *testing.B) {
-		for b.Loop() {
-			box, err := be.Open(ctx, sandbox.Spec{Image: img})
-			if err != nil {
-				b.Fatal(err)
+	// swerve opens hardened boxes with the CLI's default limits;
+	// swerve-unhardened is the same box without hardening or limits, what
+	// the hardening costs.
+	for _, v := range []struct {
+		name string
+		spec sandbox.Spec
+	}{
+		{"swerve", sandbox.Spec{Image: img, Limits: sandbox.Limits{CPUs: 2, MemoryMiB: 4096, PIDs: 1024}}},
+		{"swerve-unhardened", sandbox.Spec{Image: img, Security: sandbox.Security{Unhardened: true}}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			for b.Loop() {
+				box, err := be.Open(ctx, v.spec)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := box.Close(ctx); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := box.Close(ctx); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 	b.Run("docker-run-cli", func(b *testing.B) {
 		if _, err := exec.LookPath("docker"); err != nil {
 			b.Skip("no docker CLI")

@@ -13,6 +13,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,8 +41,13 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if err != nil {
 		return nil, err
 	}
-	if err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress); err != nil {
+	user := spec.User
+	imageUser, err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress)
+	if err != nil {
 		return nil, err
+	}
+	if user == "" {
+		user = imageUser
 	}
 	network := spec.Network
 	if network == "" {
@@ -52,7 +59,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	hc := &container.HostConfig{
 		NetworkMode: container.NetworkMode(network),
 		Resources: container.Resources{
-			NanoCPUs: int64(spec.Limits.CPUs * 1e9),
+			NanoCPUs: int64(b.cpuLimit(ctx, spec.Limits.CPUs) * 1e9),
 			Memory:   spec.Limits.MemoryMiB << 20,
 		},
 	}
@@ -60,6 +67,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		pids := spec.Limits.PIDs
 		hc.Resources.PidsLimit = &pids
 	}
+	harden(hc, spec.Security, user)
 	entrypoint := []string{shim.InBoxPath, "shim"}
 	if !b.copyShim {
 		hc.Binds = []string{shimPath + ":" + shim.InBoxPath + ":ro"}
@@ -68,19 +76,17 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if b.socket {
 		// A directory shared with the box, where the helper listens: the
 		// client then talks to it directly instead of through the engine.
-		sockDir, err = os.MkdirTemp("", fmt.Sprintf("%s%d-", sockDirPrefix, os.Getpid()))
+		sockDir, err = sockDirFor(user)
 		if err != nil {
-			return nil, fmt.Errorf("docker: %w", err)
+			return nil, err
 		}
+	}
+	if sockDir != "" {
 		defer func() {
 			if err != nil {
 				os.RemoveAll(sockDir)
 			}
 		}()
-		// The box's user may not be ours; the random name guards the dir.
-		if err := os.Chmod(sockDir, 0o777); err != nil {
-			return nil, fmt.Errorf("docker: %w", err)
-		}
 		hc.Binds = append(hc.Binds, sockDir+":"+sockInBox)
 		entrypoint = append(entrypoint, "--listen", sockInBox+"/"+sockName)
 	}
@@ -154,6 +160,102 @@ const (
 	sockInBox     = "/.swerve/run"
 	sockName      = "shim.sock"
 )
+
+// cpuLimit is the CPU limit to ask for: the one given, cut to the number of
+// CPUs the engine has (engines refuse a limit above it, and a default of
+// 2 must not break a one-CPU machine).
+func (b *Backend) cpuLimit(ctx context.Context, cpus float64) float64 {
+	if cpus <= 0 {
+		return 0
+	}
+	b.ncpuOnce.Do(func() {
+		if info, err := b.cli.Info(ctx, client.InfoOptions{}); err == nil {
+			b.ncpu = info.Info.NCPU
+		}
+	})
+	if b.ncpu > 0 && cpus > float64(b.ncpu) {
+		return float64(b.ncpu)
+	}
+	return cpus
+}
+
+// sockDirFor makes the host directory shared with one box for its helper's
+// socket: a fresh directory of mode 0700 owned by the user the helper runs
+// as (root stays ours), so that no other user of this machine can reach the
+// socket, and no other box either (each mounts only its own). It returns ""
+// when that user's uid cannot be known here (a name the image's passwd
+// resolves) or given the directory: the box then talks over the attach
+// stream, which needs no shared directory at all.
+func sockDirFor(user string) (string, error) {
+	uid, gid, ok := numericUser(user)
+	if !ok {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", sockDirPrefix, os.Getpid()))
+	if err != nil {
+		return "", fmt.Errorf("docker: socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		os.RemoveAll(dir)
+		return "", fmt.Errorf("docker: socket directory: %w", err)
+	}
+	if uid != 0 {
+		if err := os.Chown(dir, uid, gid); err != nil {
+			os.RemoveAll(dir)
+			return "", nil
+		}
+	}
+	return dir, nil
+}
+
+// numericUser reads a container user as a uid (and gid, -1 when not given):
+// "" and "root" are 0, "1000" and "1000:1000" are numbers; a name other
+// than root is not known (ok false).
+func numericUser(user string) (uid, gid int, ok bool) {
+	name, group, hasGroup := strings.Cut(user, ":")
+	gid = -1
+	if hasGroup {
+		g, err := strconv.Atoi(group)
+		if err == nil && g >= 0 {
+			gid = g
+		}
+	}
+	switch name {
+	case "", "root":
+		return 0, gid, true
+	}
+	u, err := strconv.Atoi(name)
+	if err != nil || u < 0 {
+		return 0, 0, false
+	}
+	return u, gid, true
+}
+
+// MinimalCaps are the Linux capabilities a hardened box keeps: what its
+// helper and ordinary builds, installs and test runs need as root (owning
+// and changing any file, switching users, signalling any process, binding
+// low ports on the loopback), none that reach devices, the kernel, raw
+// sockets or other processes' memory.
+var MinimalCaps = []string{"CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "SETGID", "SETUID", "NET_BIND_SERVICE"}
+
+// harden applies the default hardening, relaxed as sec asks: every
+// capability dropped but MinimalCaps (and sec.CapAdd), and no-new-privileges
+// so that no process in the box gains privileges it was not started with.
+// A box whose user is not root keeps no capability at all (but sec.CapAdd):
+// it needs none, and Podman hands the added ones to a non-root user as
+// ambient capabilities, where Docker gives it none.
+func harden(hc *container.HostConfig, sec sandbox.Security, user string) {
+	if sec.Unhardened {
+		hc.CapAdd = slices.Clone(sec.CapAdd)
+		return
+	}
+	hc.CapDrop = []string{"ALL"}
+	hc.CapAdd = slices.Clone(sec.CapAdd)
+	if uid, _, ok := numericUser(user); ok && uid == 0 {
+		hc.CapAdd = append(slices.Clone(MinimalCaps), sec.CapAdd...)
+	}
+	hc.SecurityOpt = append(hc.SecurityOpt, "no-new-privileges")
+}
 
 // useSocket moves requests to the helper's unix socket when it answers
 // there; otherwise they stay on the attach stream, which works everywhere.

@@ -84,6 +84,8 @@ type Backend struct {
 	socket   bool // share a unix socket with each box (local engines)
 	runID    string
 	labels   map[string]string
+	ncpuOnce sync.Once
+	ncpu     int // the engine's CPUs; 0 until known
 }
 
 var _ sandbox.Backend = (*Backend)(nil)

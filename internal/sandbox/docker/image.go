@@ -20,26 +20,45 @@ const pullAttempts = 6
 
 var pullBaseDelay = 5 * time.Second
 
-// ensureImage makes image present according to the pull policy.
-func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) error {
+// ensureImage makes image present according to the pull policy, and
+// returns the user its containers run as by default ("" when the image
+// names none, or when it cannot be inspected after a pull).
+func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) (string, error) {
 	switch policy {
 	case "", sandbox.PullMissing, sandbox.PullAlways, sandbox.PullNever:
 	default:
-		return fmt.Errorf("docker: pull policy %q: want missing, always or never", policy)
+		return "", fmt.Errorf("docker: pull policy %q: want missing, always or never", policy)
 	}
 	if policy != sandbox.PullAlways {
-		_, err := b.cli.ImageInspect(ctx, image)
+		res, err := b.cli.ImageInspect(ctx, image)
 		if err == nil {
-			return nil
+			return imageUser(res), nil
 		}
 		if !cerrdefs.IsNotFound(err) {
-			return fmt.Errorf("docker: inspect image %s: %w", image, classify(err))
+			return "", fmt.Errorf("docker: inspect image %s: %w", image, classify(err))
 		}
 		if policy == sandbox.PullNever {
-			return fmt.Errorf("docker: image %s is not present and --pull is never: %s: %w", image, howToGet(image), sandbox.ErrNotFound)
+			return "", fmt.Errorf("docker: image %s is not present and --pull is never: %s: %w", image, howToGet(image), sandbox.ErrNotFound)
 		}
 	}
-	return b.pull(ctx, image, progress)
+	if err := b.pull(ctx, image, progress); err != nil {
+		return "", err
+	}
+	// The user only decides whether the helper's socket is shared (see
+	// sockDirFor); not knowing it costs nothing but speed.
+	res, err := b.cli.ImageInspect(ctx, image)
+	if err != nil {
+		return "", nil
+	}
+	return imageUser(res), nil
+}
+
+// imageUser returns the user an inspected image runs as.
+func imageUser(res client.ImageInspectResult) string {
+	if res.Config == nil {
+		return ""
+	}
+	return res.Config.User
 }
 
 // howToGet tells a person how to get an image that is missing.

@@ -76,7 +76,7 @@ func TestPullRetriesRateLimit(t *testing.T) {
 	}}
 	b := fakeBackend(t, f)
 	var progress bytes.Buffer
-	if err := b.ensureImage(context.Background(), "swebench/x:latest", sandbox.PullMissing, &progress); err != nil {
+	if _, err := b.ensureImage(context.Background(), "swebench/x:latest", sandbox.PullMissing, &progress); err != nil {
 		t.Fatalf("ensureImage: %v", err)
 	}
 	if f.n != 3 {
@@ -108,7 +108,7 @@ func TestPullFailsClearly(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeEngine{pulls: tt.pulls}
 			b := fakeBackend(t, f)
-			err := b.ensureImage(context.Background(), "swebench/x:latest", tt.policy, io.Discard)
+			_, err := b.ensureImage(context.Background(), "swebench/x:latest", tt.policy, io.Discard)
 			if err == nil {
 				t.Fatal("ensureImage succeeded")
 			}

@@ -3,8 +3,10 @@
 // repository, and commands run there as ordinary host processes through the
 // same helper (shim) the container backends use.
 //
-// It isolates nothing: no network, CPU, memory or pid limits apply, and
-// absolute paths are the host's. It is the fallback when no engine answers
+// It isolates almost nothing: no network, CPU, memory or pid limits apply,
+// and absolute paths are the host's. Only the environment is scrubbed:
+// commands see PATH, HOME, TMPDIR, LANG, LC_ALL and TERM (when set), and what
+// the spec sets, never the rest of swerve's environment (API keys). It is the fallback when no engine answers
 // and the dry-run mode, not a security boundary.
 package local
 
@@ -16,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -107,7 +110,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 
 	cmd := exec.Command(b.shim, "shim")
 	cmd.Dir = workdir
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(boxEnv(os.Environ()),
 		"HOME="+filepath.Join(root, "home"),
 		"TMPDIR="+filepath.Join(root, "tmp"),
 		"SWERVE_BOX="+root,
@@ -251,6 +254,28 @@ func (b *Box) Attach(ctx context.Context, req sandbox.AttachRequest) (int, error
 		return -1, fmt.Errorf("local: %w", err)
 	}
 	return 0, nil
+}
+
+// keptEnv names the host variables a local box inherits: enough to find
+// programs and speak the user's language, nothing that could hold a secret
+// (API keys, tokens, cloud credentials never reach the box).
+var keptEnv = map[string]bool{"PATH": true, "LANG": true, "LC_ALL": true, "TERM": true}
+
+// boxEnv is the part of the host environment host a box may see: the
+// variables in keptEnv that are set. HOME, TMPDIR and the task's own
+// variables are added by the caller.
+func boxEnv(host []string) []string {
+	var out []string
+	for _, kv := range host {
+		k, _, _ := strings.Cut(kv, "=")
+		if keptEnv[k] {
+			out = append(out, kv)
+		}
+	}
+	if !slices.ContainsFunc(out, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	return out
 }
 
 // killUnder kills every process whose working directory is inside dir.

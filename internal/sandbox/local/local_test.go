@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -117,5 +119,67 @@ func TestOpenMakesGitRepo(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(src, ".git")); err == nil {
 		t.Error("git init touched the source directory")
+	}
+}
+
+func TestEnvScrubbed(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-fake-secret")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "fake-aws")
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("TERM", "xterm")
+	b := newTestBackend(t)
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{Env: []string{"TASK_VAR=from-spec"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"env"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("env: %+v %v", res, err)
+	}
+	env := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(res.Output)), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		env[k] = v
+	}
+	for _, k := range []string{"OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY"} {
+		if _, ok := env[k]; ok {
+			t.Errorf("the box sees the host's %s", k)
+		}
+	}
+	for k, want := range map[string]string{"LANG": "C.UTF-8", "TERM": "xterm", "TASK_VAR": "from-spec", "PATH": os.Getenv("PATH")} {
+		if env[k] != want {
+			t.Errorf("box %s = %q, want %q", k, env[k], want)
+		}
+	}
+	if !strings.HasPrefix(env["HOME"], box.ID()) {
+		t.Errorf("box HOME = %q, want a directory in the box %s", env["HOME"], box.ID())
+	}
+	// Whatever the helper adds for itself is fine; the host's other
+	// variables are not.
+	for k := range env {
+		switch {
+		case k == "OPENAI_API_KEY", strings.HasPrefix(k, "GO"), k == "USER", k == "SHELL":
+			t.Errorf("the box sees the host's %s", k)
+		}
+	}
+}
+
+func TestBoxEnv(t *testing.T) {
+	tests := []struct {
+		name string
+		host []string
+		want []string
+	}{
+		{"keeps only the allowed", []string{"PATH=/bin", "OPENAI_API_KEY=x", "LANG=C", "LC_ALL=C", "TERM=dumb", "HOME=/root", "GITHUB_TOKEN=y"}, []string{"PATH=/bin", "LANG=C", "LC_ALL=C", "TERM=dumb"}},
+		{"no PATH gets a default", []string{"SECRET=1"}, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := boxEnv(tt.host); !slices.Equal(got, tt.want) {
+				t.Errorf("boxEnv = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
