@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +11,9 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/demo"
 	"github.com/swerve-dev/swerve/internal/run"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // TestRunInfraErrorRetried runs `swerve run` on tasks one of which cannot be
@@ -103,5 +106,60 @@ func TestRunInfraErrorRetried(t *testing.T) {
 	recs := checkFinished(t, traj, "e", ids)
 	if r := recs[victim]; r.Failed() || r.Reward != 1 || r.Attempts != 3 || !r.Trajectory.Started.Equal(first.Started) {
 		t.Errorf("fourth run: the victim's record: status %s, reward %g, attempts %d, the first trajectory %v", r.Status, r.Reward, r.Attempts, r.Trajectory.Started.Equal(first.Started))
+	}
+}
+
+// TestRunDockerMissingImage: a task whose image is not there under --pull
+// never is an image error, not a reward of 0, and the other tasks go on.
+func TestRunDockerMissingImage(t *testing.T) {
+	b := e2eDocker(t)
+	base := testutil.TestImage()
+	if ok, err := b.ImageExists(t.Context(), base); err != nil || !ok {
+		testutil.SkipOrFail(t, "test image %s missing (scripts/test-image.sh): %v", base, err)
+	}
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	env := e2eEnv(t, tmp)
+	dir := filepath.Join(work, "tasks")
+	if _, err := demo.Extract(t.Context(), dir); err != nil {
+		t.Fatal(err)
+	}
+	data, err := demo.Images(t.Context(), b, dir, base, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	victim := ""
+	for _, row := range readRows(t, data) {
+		if victim == "" {
+			victim = row["instance_id"].(string)
+			for _, k := range []string{"image", "image_name", "docker_image"} {
+				if _, ok := row[k]; ok {
+					row[k] = "swerve-test/no-such-image:never"
+				}
+			}
+		}
+		b, _ := json.Marshal(row)
+		out.Write(append(b, '\n'))
+	}
+	os.WriteFile(data, []byte(out.String()), 0o644)
+	traj := filepath.Join(work, "out")
+	_, stderr, code := runSwerve(t, env, work, 5*time.Minute, "run", "--dataset", data, "--llm_name", "oracle/gold", "--scaffold", "r2egym",
+		"--backend", "docker", "--pull", "never", "--max_workers", "2", "--traj_dir", traj, "--exp_name", "e")
+	if code != exitTaskErrors {
+		t.Fatalf("exit %d, want %d\n%s", code, exitTaskErrors, stderr)
+	}
+	recs, err := run.LoadRecords(traj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[victim]; r == nil || !r.Failed() || r.ErrorKind != run.KindImage || !strings.Contains(r.Error, "no-such-image") {
+		t.Fatalf("the task without an image: %+v", r)
+	}
+	var sum run.RewardSummary
+	readJSONInto(t, filepath.Join(traj, "reward_summary.json"), &sum)
+	if sum.Total != len(recs)-1 || sum.Reward1.Count != sum.Total || sum.Errors != 1 || sum.ErrorKinds["image"] != 1 {
+		t.Errorf("reward_summary.json: %+v", sum)
 	}
 }
