@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/agent"
@@ -144,7 +145,7 @@ func checkErrors(t *testing.T, dir string, errIDs, givenUp []string, kinds map[s
 	}
 }
 
-// TestRunErrorRetriedThenGraded: an engine that does not answer when a
+// TestRunErrorRetriedThenGraded: an engine call that times out when a
 // task's box opens makes that task an error, kept out of accuracy and of
 // every file with rewards or trajectories; the next run with the same
 // arguments runs only that task again, and it is graded.
@@ -153,7 +154,7 @@ func TestRunErrorRetriedThenGraded(t *testing.T) {
 	victim := tasks[0].InstanceID
 	fo := &flakyOpener{open: opener(t), fail: func(id string, n int) error {
 		if id == victim && n == 1 {
-			return fmt.Errorf("task %s: no Docker or Podman engine answers: %w", id, sandbox.ErrUnavailable)
+			return fmt.Errorf("task %s: create container: %w", id, sandbox.ErrTimeout)
 		}
 		return nil
 	}}
@@ -172,7 +173,7 @@ func TestRunErrorRetriedThenGraded(t *testing.T) {
 	checkErrors(t, o.TrajDir, []string{victim}, nil, map[string]int{"engine": 1})
 	recs, _ := run.LoadRecords(o.TrajDir)
 	r := recs[victim]
-	if !r.Failed() || r.ErrorKind != run.KindEngine || r.ErrorStage != run.StageAgent || r.Attempts != 1 || r.GivenUp || !strings.Contains(r.Error, "no Docker or Podman engine answers") {
+	if !r.Failed() || r.ErrorKind != run.KindEngine || r.ErrorStage != run.StageAgent || r.Attempts != 1 || r.GivenUp || !strings.Contains(r.Error, "create container: timed out") {
 		t.Errorf("error record: %+v", r)
 	}
 	var meta run.Metadata
@@ -398,4 +399,48 @@ func TestRunModelFailuresStayRewardZero(t *testing.T) {
 	}
 	checkErrors(t, o.TrajDir, []string{tasks[3].InstanceID}, nil, map[string]int{"llm": 1})
 	checkOutputs(t, o.TrajDir, graded, 0, false)
+}
+
+// TestRunStopsOnRunWideErrors: a full disk or an engine that cannot be
+// reached would fail every task alike, so the run records the task that met
+// it, starts nothing more and says what to fix; the rerun finishes.
+func TestRunStopsOnRunWideErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, says string
+		err        error
+		kind       run.ErrorKind
+	}{
+		{"disk", "a disk is full", fmt.Errorf("local: copy: %w", &os.PathError{Op: "write", Path: "/tmp/x", Err: syscall.ENOSPC}), run.KindDisk},
+		{"engine", "the container engine cannot be reached", fmt.Errorf("no Docker or Podman engine answers at unix:///var/run/docker.sock: %w", sandbox.ErrUnavailable), run.KindEngine},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tasks := allTasks(t)[:3]
+			broken := true
+			fo := &flakyOpener{open: opener(t), fail: func(id string, n int) error {
+				if broken {
+					return tc.err
+				}
+				return nil
+			}}
+			o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+			o.Open, o.Workers = fo.Open, 1
+			sum, err := run.Run(context.Background(), o)
+			if err == nil || !strings.Contains(err.Error(), tc.says) || !strings.Contains(err.Error(), "rerun the same command") {
+				t.Fatalf("err %v, want it to say %q", err, tc.says)
+			}
+			if sum.Ran != 1 || sum.Errors != 1 {
+				t.Fatalf("ran %d, %d errors; want the first task alone, an error", sum.Ran, sum.Errors)
+			}
+			recs, _ := run.LoadRecords(o.TrajDir)
+			if r := recs[tasks[0].InstanceID]; len(recs) != 1 || r == nil || r.ErrorKind != tc.kind {
+				t.Fatalf("records %v", recs)
+			}
+			broken = false
+			sum, err = run.Run(context.Background(), o)
+			if err != nil || sum.Resolved != 3 || sum.Retried != 1 || sum.Errors != 0 {
+				t.Fatalf("rerun: %v, resolved %d, retried %d, %d errors", err, sum.Resolved, sum.Retried, sum.Errors)
+			}
+			checkOutputs(t, o.TrajDir, ids(tasks), 3, false)
+		})
+	}
 }

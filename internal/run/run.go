@@ -4,11 +4,11 @@
 //
 // # Layout under TrajDir
 //
-//	<exp_name>.jsonl                          one trajectory per task
+//	<exp_name>.jsonl                          one trajectory per graded task
 //	trajectories.jsonl                        messages only (or {"messages","tools"})
 //	trajectories_rejection_sampling.jsonl     the same, reward 1 only
-//	reward_summary.json                       counts, ids, accuracy, turns, tokens
-//	preds.json                                SWE-bench predictions
+//	reward_summary.json                       counts, ids, accuracy, turns, tokens; errors apart
+//	preds.json                                SWE-bench predictions of the graded tasks
 //	<instance_id>/agent.log, output_patch.diff, test_output.log, metadata.json
 //	<instance_id>/result.json                 the task's record: the journal
 //
@@ -29,9 +29,11 @@
 // arguments runs it again, up to Options.MaxAttempts attempts counted
 // across runs; then it is given up and stays an error. A task whose episode
 // finished but whose grading failed keeps its trajectory, and its retry
-// grades the same patch again without rerunning the model. Failures of the
-// model (format errors, limits, a context overflow, a patch that does not
-// apply, failing tests) stay reward 0 with their reason.
+// grades the same patch again without rerunning the model. A full disk or
+// an engine that cannot be reached stops the run (nothing new starts), as
+// every other task would fail alike. Failures of the model (format errors,
+// limits, a context overflow, a patch that does not apply, failing tests)
+// stay reward 0 with their reason.
 package run
 
 import (
@@ -192,6 +194,9 @@ type Record struct {
 	Fingerprint string         `json:"fingerprint"`
 	Started     time.Time      `json:"started"`
 	Finished    time.Time      `json:"finished"`
+
+	// cause is the error behind Error, in the run that met it.
+	cause error
 }
 
 // Failed reports whether the record is an error, not a reward.
@@ -491,6 +496,25 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 		e.Kind, e.Reason, e.ErrorKind, e.Attempts, e.GivenUp = EventError, rec.Error, rec.ErrorKind, rec.Attempts, rec.GivenUp
 	}
 	r.emit(e)
+	if err := runWide(rec); err != nil {
+		r.setFatal(err)
+	}
+}
+
+// runWide returns the error that stops the run when rec's failure is one
+// every other task would meet too — a full disk, an engine that cannot be
+// reached — so that they do not spend their attempts on it; nil otherwise.
+func runWide(rec *Record) error {
+	if !rec.Failed() {
+		return nil
+	}
+	switch {
+	case rec.ErrorKind == KindDisk:
+		return fmt.Errorf("task %s: a disk is full (%s): free space and rerun the same command to resume", rec.InstanceID, rec.Error)
+	case rec.ErrorKind == KindEngine && errors.Is(rec.cause, sandbox.ErrUnavailable):
+		return fmt.Errorf("task %s: the container engine cannot be reached (%s): start it and rerun the same command to resume", rec.InstanceID, rec.Error)
+	}
+	return nil
 }
 
 // episode runs the agent (or takes the gold patch) and grades. Failures of
@@ -617,7 +641,7 @@ func episodeError(traj *agent.Trajectory) (ErrorKind, bool) {
 
 // setError makes rec an error record: no reward, the kind and the error.
 func (rec *Record) setError(stage string, kind ErrorKind, err error) {
-	rec.Status, rec.ErrorStage, rec.ErrorKind, rec.Error = StatusError, stage, kind, err.Error()
+	rec.Status, rec.ErrorStage, rec.ErrorKind, rec.Error, rec.cause = StatusError, stage, kind, err.Error(), err
 	rec.Reward, rec.RewardReason = 0, fmt.Sprintf("not graded: %s error: %s", kind, err.Error())
 	rec.Grader, rec.Report, rec.TestOutput, rec.TestTimeout = "", nil, "", false
 }
