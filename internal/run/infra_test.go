@@ -2,6 +2,7 @@ package run_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -443,4 +444,51 @@ func TestRunStopsOnRunWideErrors(t *testing.T) {
 			checkOutputs(t, o.TrajDir, ids(tasks), 3, false)
 		})
 	}
+}
+
+// TestRunOlderRecords: records of an older swerve have no status; the ones
+// that carry an error (a box that would not open was reward 0 then) run
+// again, the others stay finished.
+func TestRunOlderRecords(t *testing.T) {
+	tasks := allTasks(t)[:2]
+	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+	if _, err := run.Run(context.Background(), o); err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range tasks {
+		path := filepath.Join(run.TaskDir(o.TrajDir, tk.InstanceID), "result.json")
+		var rec map[string]any
+		readJSON(t, path, &rec)
+		delete(rec, "status")
+		delete(rec, "attempts")
+		if i == 0 {
+			rec["error"] = "local: copy /src: no such file or directory"
+			rec["exit_reason"] = "sandbox_error"
+			rec["reward"] = 0
+			rec["reward_reason"] = "not graded: local: copy /src: no such file or directory"
+			delete(rec, "trajectory")
+		}
+		b, _ := json.Marshal(rec)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := run.LoadRecords(o.TrajDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := recs[tasks[0].InstanceID]; !r.Failed() || r.ErrorKind != run.KindBox {
+		t.Errorf("an older error record reads as %s (%s)", r.Status, r.ErrorKind)
+	}
+	if r := recs[tasks[1].InstanceID]; r.Status != run.StatusGraded {
+		t.Errorf("an older graded record reads as %s", r.Status)
+	}
+	sum, err := run.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Ran != 1 || sum.Retried != 1 || sum.Skipped != 1 || sum.Resolved != 2 {
+		t.Fatalf("ran %d, retried %d, skipped %d, resolved %d", sum.Ran, sum.Retried, sum.Skipped, sum.Resolved)
+	}
+	checkOutputs(t, o.TrajDir, ids(tasks), 2, false)
 }

@@ -721,6 +721,26 @@ func TaskDir(trajDir, id string) string {
 	return filepath.Join(trajDir, fsutil.SafeName(id))
 }
 
+// upgrade reads a record of an older swerve, which had no status and gave
+// failures outside the model reward 0 with their error: those are errors
+// now (of the box, or of the model's provider), and run again.
+func upgrade(rec *Record) {
+	if rec.Status != "" {
+		return
+	}
+	rec.Status = StatusGraded
+	if rec.Error == "" {
+		return
+	}
+	rec.Status, rec.ErrorStage, rec.ErrorKind = StatusError, StageAgent, KindBox
+	if rec.ExitReason == string(agent.ExitLLMError) {
+		rec.ErrorKind = KindLLM
+	}
+	if rec.Trajectory != nil && rec.ExitReason != string(agent.ExitSandboxError) && rec.ExitReason != string(agent.ExitLLMError) {
+		rec.ErrorStage = StageGrade // the episode ended well; its grading failed
+	}
+}
+
 // LoadRecords reads every task record under dir, by instance id. Broken
 // records (a crash mid-write leaves only temporary files, so these come
 // from elsewhere) are reported.
@@ -740,6 +760,7 @@ func LoadRecords(dir string) (map[string]*Record, error) {
 		if err := json.Unmarshal(data, rec); err != nil {
 			return nil, fmt.Errorf("%s: not a swerve task record (%v); move it away to rerun that task", m, err)
 		}
+		upgrade(rec)
 		out[rec.InstanceID] = rec
 	}
 	return out, nil
