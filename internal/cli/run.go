@@ -272,7 +272,11 @@ func printRunSummary(w io.Writer, s *run.Summary) {
 	}
 	fmt.Fprintf(w, "\nresolved      %d / %d graded (accuracy %.1f%%)\n", f.Reward1.Count, f.Total, 100*f.Accuracy)
 	if s.Skipped > 0 || s.Retried > 0 {
-		fmt.Fprintf(w, "this run      %d ran (%d of them after an error), %d finished before\n", s.Ran, s.Retried, s.Skipped)
+		again := ""
+		if s.Retried > 0 {
+			again = fmt.Sprintf(" (%d again after an error)", s.Retried)
+		}
+		fmt.Fprintf(w, "this run      %d ran%s, %d finished before\n", s.Ran, again, s.Skipped)
 	}
 	fmt.Fprintf(w, "average turns %.1f\n", f.AverageTurns)
 	var reasons []string

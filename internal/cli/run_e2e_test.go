@@ -1256,7 +1256,7 @@ func TestRunDockerContainerKilled(t *testing.T) {
 	if r := recs[victim]; r.Failed() || r.Attempts != 2 || r.ExitReason != "submitted" {
 		t.Errorf("rerun: killed task %s: status %s, attempts %d, exit %s", victim, r.Status, r.Attempts, r.ExitReason)
 	}
-	if !strings.Contains(stderr, "this run      1 ran (1 of them after an error), 2 finished before") {
+	if !strings.Contains(stderr, "this run      1 ran (1 again after an error), 2 finished before") {
 		t.Errorf("rerun summary:\n%s", stderr)
 	}
 }
