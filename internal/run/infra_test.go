@@ -236,6 +236,11 @@ func TestRunErrorGivenUp(t *testing.T) {
 		if !r.Failed() || r.ErrorKind != run.KindImage || r.Attempts != wantAttempts || r.GivenUp != wantGivenUp {
 			t.Errorf("max %d: record %s, kind %s, attempts %d, given up %v; want attempts %d, given up %v", max, r.Status, r.ErrorKind, r.Attempts, r.GivenUp, wantAttempts, wantGivenUp)
 		}
+		var meta run.Metadata
+		readJSON(t, filepath.Join(run.TaskDir(o.TrajDir, victim), "metadata.json"), &meta)
+		if meta.Status != run.StatusError || meta.Attempts != wantAttempts || meta.GivenUp != wantGivenUp {
+			t.Errorf("max %d: metadata.json: %+v", max, meta)
+		}
 		if n := fo.count(victim); n != wantOpens {
 			t.Errorf("max %d: %d opens in all, want %d", max, n, wantOpens)
 		}

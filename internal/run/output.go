@@ -104,15 +104,6 @@ func writeTask(trajDir string, rec *Record) error {
 	return nil
 }
 
-// writeRecord rewrites a task's result.json alone.
-func writeRecord(trajDir string, rec *Record) error {
-	rj, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	return fsutil.WriteFileAtomic(filepath.Join(TaskDir(trajDir, rec.InstanceID), "result.json"), rj, true)
-}
-
 // agentLog renders a trajectory for people.
 func agentLog(rec *Record) string {
 	var b strings.Builder

@@ -289,8 +289,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 				continue
 			}
 			if !rec.GivenUp {
+				// A lower bound than the last run's: say so in its files. An
+				// error record has no test output to lose.
 				rec.GivenUp = true
-				if err := writeRecord(opts.TrajDir, rec); err != nil {
+				if err := writeTask(opts.TrajDir, rec); err != nil {
 					return nil, fmt.Errorf("task %s: write results: %w", t.InstanceID, err)
 				}
 			}
