@@ -46,6 +46,8 @@ func TestClassify(t *testing.T) {
 		{"box: engine gone", run.PhaseBox, sandbox.ErrUnavailable, run.KindEngine, true},
 		{"box: git broken by the model", run.PhaseBox, errors.New("take patch: git exited 128: fatal: not a git repository"), "", false},
 		{"box: patch too big", run.PhaseBox, errors.New("take patch: the diff is 70000000 bytes, over the 67108864 limit"), "", false},
+		{"box: taking the patch outlasted its deadline", run.PhaseBox, fmt.Errorf("take patch: %w", context.DeadlineExceeded), "", false},
+		{"open: an engine call's deadline", run.PhaseOpen, fmt.Errorf("%w: %w", sandbox.ErrTimeout, context.DeadlineExceeded), run.KindEngine, true},
 		// Model calls.
 		{"model: context overflow", run.PhaseModel, fmt.Errorf("openai: %w", llm.ErrContextWindow), "", false},
 		{"model: script exhausted", run.PhaseModel, fmt.Errorf("replay/x: all 3 replies used: %w", llm.ErrExhausted), "", false},
