@@ -170,6 +170,10 @@ type Trajectory struct {
 	ExitReason ExitReason `json:"exit_reason"`
 	// ExitDetail explains errors and limits in words.
 	ExitDetail string `json:"exit_detail,omitempty"`
+	// Err is the error behind an llm_error, context_limit or sandbox_error
+	// exit, kept so that callers can tell a failure outside the model (a
+	// provider outage, a box that died) from the model's own; not recorded.
+	Err error `json:"-"`
 	// Patch is `git diff --cached --binary` of the repository after the
 	// episode, against the commit it started from.
 	Patch      string    `json:"output_patch"`
@@ -245,13 +249,19 @@ func (r *runner) exit(reason ExitReason, detail string) {
 	r.traj.ExitReason, r.traj.ExitDetail = reason, detail
 }
 
+// exitErr ends the episode for err, keeping it in the trajectory.
+func (r *runner) exitErr(reason ExitReason, prefix string, err error) {
+	r.exit(reason, prefix+err.Error())
+	r.traj.Err = err
+}
+
 func (r *runner) run(ctx context.Context) error {
 	base, err := PrepareRepo(ctx, r.opts.Box, r.opts.Workdir)
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.exit(ExitSandboxError, err.Error())
+		r.exitErr(ExitSandboxError, "", err)
 		return nil
 	}
 	r.base = base
@@ -269,7 +279,7 @@ func (r *runner) run(ctx context.Context) error {
 	patch, err := ExtractPatch(pctx, r.opts.Box, r.opts.Workdir, r.base)
 	if err != nil {
 		if r.traj.ExitReason != ExitSandboxError {
-			r.exit(ExitSandboxError, "taking the patch: "+err.Error())
+			r.exitErr(ExitSandboxError, "taking the patch: ", err)
 		}
 		return nil
 	}
@@ -374,9 +384,9 @@ func (r *runner) loop(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if errors.Is(err, llm.ErrContextWindow) {
-				r.exit(ExitContextLimit, err.Error())
+				r.exitErr(ExitContextLimit, "", err)
 			} else {
-				r.exit(ExitLLMError, err.Error())
+				r.exitErr(ExitLLMError, "", err)
 			}
 			return nil
 		}
@@ -427,7 +437,7 @@ func (r *runner) loop(ctx context.Context) error {
 					step.Calls, step.Action = calls, joinActions(calls)
 					step.Observation = "sandbox error: " + err.Error()
 					r.finishStep(&step, stepStart)
-					r.exit(ExitSandboxError, err.Error())
+					r.exitErr(ExitSandboxError, "", err)
 					return nil
 				}
 				key := obs.Command

@@ -128,8 +128,8 @@ func TestValidateRealTasks(t *testing.T) {
 		t.Errorf("validate: %+v", sum)
 	}
 	for _, v := range sum.Tasks {
-		if v.Gold != 1 || v.Empty != 0 || !v.OK {
-			t.Errorf("%s: gold %v (%s), empty %v (%s)", v.InstanceID, v.Gold, v.GoldReason, v.Empty, v.EmptyReason)
+		if v.Gold == nil || *v.Gold != 1 || v.Empty == nil || *v.Empty != 0 || !v.OK || v.Status != validOK {
+			t.Errorf("%s: %s: gold %s (%s), empty %s (%s)", v.InstanceID, v.Status, showReward(v.Gold), v.GoldReason, showReward(v.Empty), v.EmptyReason)
 		}
 	}
 }

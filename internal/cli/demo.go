@@ -125,10 +125,14 @@ With --llm_name (and the provider's key) it runs that model instead, with
 					return err
 				}
 				f := sum.File
-				if f.Reward1.Count != f.Total {
+				resolved := fmt.Sprintf("%d/%d", f.Reward1.Count, f.Total)
+				if f.Errors > 0 {
+					resolved += fmt.Sprintf(" (%d errors)", f.Errors) // not graded: no reward either way
+				}
+				if f.Reward1.Count != f.Total || f.Errors > 0 {
 					failed++
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d/%d\t%.1f\t%.1f\t%s\n", c.s.Name, c.mode, f.Reward1.Count, f.Total, f.AverageTurns, time.Since(start).Seconds(), dir)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f\t%.1f\t%s\n", c.s.Name, c.mode, resolved, f.AverageTurns, time.Since(start).Seconds(), dir)
 			}
 			tw.Flush()
 			if llmName == agent.OracleName {
@@ -136,7 +140,7 @@ With --llm_name (and the provider's key) it runs that model instead, with
 			}
 			fmt.Fprintf(stdout, "output: %s\n", trajDir)
 			if llmName == agent.OracleName && failed > 0 {
-				return fmt.Errorf("%d scaffold runs left tasks unresolved with the gold patch: see the output directories", failed)
+				return fmt.Errorf("%d scaffold runs left tasks unresolved or in errors with the gold patch: see the output directories", failed)
 			}
 			return nil
 		},

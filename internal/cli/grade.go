@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -32,7 +34,7 @@ func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Opt
 	}
 	box, backend, err := bf.open(ctx, *t, stderr)
 	if err != nil {
-		return nil, err
+		return nil, &openError{err}
 	}
 	defer box.Close(context.WithoutCancel(ctx))
 	opts.Workdir = bf.Workdir
@@ -40,6 +42,23 @@ func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Opt
 		opts.Workdir = "." // the copy of the repository is the box's directory
 	}
 	return grader.Grade(ctx, box, t, opts)
+}
+
+// openError marks an error of gradeInBox as the box's that would not open.
+type openError struct{ err error }
+
+func (e *openError) Error() string { return e.err.Error() }
+func (e *openError) Unwrap() error { return e.err }
+
+// gradeErrorKind names what failed when gradeInBox returned an error: the
+// task could not be graded, which is no verdict (see run.Classify).
+func gradeErrorKind(err error) run.ErrorKind {
+	phase := run.PhaseGrade
+	if _, ok := errors.AsType[*openError](err); ok {
+		phase = run.PhaseOpen
+	}
+	kind, _ := run.Classify(phase, err)
+	return kind
 }
 
 func newGradeCmd() *cobra.Command {
@@ -80,7 +99,8 @@ patch --fuzz=5), runs the tests under --eval_timeout, and grades the output.
 An empty patch file runs the tests on the unpatched repository.
 
 The verdict and its reason go to stderr; the exit code is 0 when resolved,
-1 when not.
+1 when not, and 3 when the task could not be graded (a box that would not
+open, a missing image, the engine, the grader itself): that is no verdict.
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,
@@ -88,7 +108,10 @@ model_name_or_path, model_patch), --max_workers at a time, and writes what
 the harness writes: logs/run_evaluation/<run_id>/<model>/<instance_id>/
 {patch.diff, test_output.txt, report.json} and <model>.<run_id>.json with the
 resolved, unresolved, empty-patch and error ids. Instances whose report.json
-exists are not run again, so an interrupted run resumes.`,
+exists are not run again, so an interrupted run resumes. An instance that
+could not be graded for a reason outside the patch (box, image, engine,
+grader) is among error_ids with its reason in failure_reasons, and makes the
+exit code 3; rerunning grades it again.`,
 		Example: `  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --log test_output.txt
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --gold
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log
@@ -150,7 +173,11 @@ exists are not run again, so an interrupted run resumes.`,
 					opts.Patch = string(b)
 				}
 				if res, err = gradeInBox(cmd.Context(), &bf, &t, opts, cmd.ErrOrStderr()); err != nil {
-					return err
+					if cmd.Context().Err() != nil {
+						return err
+					}
+					cmd.PrintErrf("swerve: %s: %s error, no verdict: %v\n", t.InstanceID, gradeErrorKind(err), err)
+					return exitError{exitTaskErrors}
 				}
 				if saveLog != "" {
 					if err := os.WriteFile(saveLog, []byte(res.Log), 0o644); err != nil {

@@ -173,9 +173,10 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				fmt.Fprintf(stderr, "%s: error: %v\n", t.InstanceID, err)
+				kind := gradeErrorKind(err)
+				fmt.Fprintf(stderr, "%s: %s error, no verdict: %v\n", t.InstanceID, kind, err)
 				mu.Lock()
-				failures[t.InstanceID] = err.Error()
+				failures[t.InstanceID] = fmt.Sprintf("%s error: %v", kind, err)
 				mu.Unlock()
 				return nil
 			}
@@ -280,5 +281,9 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "resolved %d of %d submitted (%d unresolved, %d empty patches, %d errors)\nreport: %s\nlogs: %s\n",
 		sum.Resolved, sum.Submitted, sum.Unresolved, sum.EmptyPatch, sum.Errors, out, filepath.Join(logDir, runID))
+	if len(failures) > 0 {
+		fmt.Fprintf(stderr, "swerve: %d instances could not be graded (see failure_reasons); rerun the same command to grade them\n", len(failures))
+		return exitError{exitTaskErrors}
+	}
 	return nil
 }

@@ -33,6 +33,7 @@ type runFlags struct {
 	RunGolden    bool
 	SkipIfExists bool
 	GradeIn      string
+	MaxAttempts  int
 	Reward       string
 	Config       string
 	JSON         bool
@@ -65,6 +66,17 @@ again, none is lost or counted twice, also after kill -9. The first Ctrl-C
 starts nothing new and lets running tasks finish their current step (they run
 again next time); the second cancels at once. Boxes are always removed.
 
+A task that fails for a reason outside the model (a box that will not open, a
+missing image, the engine, the model provider down past its retries, a grader
+that cannot grade, a full disk) is recorded as an error, not as reward 0: it
+is left out of the accuracy, <exp_name>.jsonl, the trajectory files and
+preds.json, and counted apart in reward_summary.json (errors, error_ids,
+error_kinds, given_up). The next run with the same arguments runs it again, up
+to --max_attempts attempts in all; a task whose grading failed keeps its
+trajectory, and only its grading is redone. The exit status is 3 when errors
+remain. Failures of the model itself (format errors, limits, a context
+overflow, a patch that does not apply, failing tests) stay reward 0.
+
 --config FILE reads the same keys from YAML; flags given on the command line
 win.`,
 		Example: `  swerve run --dataset X_transferred.json --split dev --k 10 --start_idx 0 --max_workers 5 \
@@ -94,6 +106,7 @@ win.`,
 	secondsVar(fs, &rf.EvalTimeout, "eval_timeout", 300*time.Second, "time limit of the eval script, in seconds")
 	fs.BoolVar(&rf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
 	fs.BoolVar(&rf.SkipIfExists, "skip_if_exists", false, "keep finished tasks even when they were run with other settings")
+	fs.IntVar(&rf.MaxAttempts, "max_attempts", run.DefaultMaxAttempts, "attempts at a task that keeps ending in an infrastructure error, counted across runs; then it is given up")
 	fs.StringVar(&rf.GradeIn, "grade_in", "fresh", "grade in a fresh box from the task's image (fresh), or in the agent's own box as upstream does (same)")
 	fs.StringVar(&rf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.StringVar(&rf.Config, "config", "", "YAML file with the same keys as the flags (flags win)")
@@ -214,7 +227,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		Scaffold: s.Name, Mode: mode, ModelName: af.LLMName, NewModel: af.model, Open: opener,
 		Limits: af.limits(), Sampling: af.sampling(cmd.Flags().Changed),
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
-		GradeIn: rf.GradeIn, Config: config, Events: events, Stop: stop,
+		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
 	})
 	prog.finish()
 	if sum != nil {
@@ -227,8 +240,15 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		}
 		return err
 	}
+	if sum != nil && sum.Errors > 0 {
+		return exitError{exitTaskErrors}
+	}
 	return nil
 }
+
+// exitTaskErrors is the exit status of a run, validate or grade that ended
+// with tasks in infrastructure errors: no verdict, not a reward of 0.
+const exitTaskErrors = 3
 
 // datasetStem is the dataset's file name without extensions.
 func datasetStem(p string) string {
@@ -250,9 +270,13 @@ func printRunSummary(w io.Writer, s *run.Summary) {
 	if f == nil {
 		return
 	}
-	fmt.Fprintf(w, "\nresolved      %d / %d (accuracy %.1f%%)\n", f.Reward1.Count, f.Total, 100*f.Accuracy)
-	if s.Skipped > 0 {
-		fmt.Fprintf(w, "this run      %d ran, %d finished before\n", s.Ran, s.Skipped)
+	fmt.Fprintf(w, "\nresolved      %d / %d graded (accuracy %.1f%%)\n", f.Reward1.Count, f.Total, 100*f.Accuracy)
+	if s.Skipped > 0 || s.Retried > 0 {
+		again := ""
+		if s.Retried > 0 {
+			again = fmt.Sprintf(" (%d again after an error)", s.Retried)
+		}
+		fmt.Fprintf(w, "this run      %d ran%s, %d finished before\n", s.Ran, again, s.Skipped)
 	}
 	fmt.Fprintf(w, "average turns %.1f\n", f.AverageTurns)
 	var reasons []string
@@ -267,7 +291,18 @@ func printRunSummary(w io.Writer, s *run.Summary) {
 	}
 	fmt.Fprintf(w, "tokens        in %d, out %d%s\n", f.Tokens.Input, f.Tokens.Output, est)
 	if f.Errors > 0 {
-		fmt.Fprintf(w, "task errors   %d (see each task's metadata.json)\n", f.Errors)
+		var kinds []string
+		for k, n := range f.ErrorKinds {
+			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
+		}
+		sort.Strings(kinds)
+		fmt.Fprintf(w, "errors        %d, no reward (%s); see reward_summary.json's error_reasons\n", f.Errors, strings.Join(kinds, ", "))
+		if again := f.Errors - f.GivenUp.Count; again > 0 {
+			fmt.Fprintf(w, "              %d run again when the same command is rerun\n", again)
+		}
+		if f.GivenUp.Count > 0 {
+			fmt.Fprintf(w, "              %d given up after --max_attempts: %s\n", f.GivenUp.Count, strings.Join(f.GivenUp.InstanceIDs, ", "))
+		}
 	}
 	fmt.Fprintf(w, "wall time     %s\n", s.Wall.Round(time.Second))
 	if f.Offline {
@@ -285,6 +320,12 @@ func runLine(e run.Event) string {
 			mark = "✓"
 		}
 		return fmt.Sprintf("%s %s reward %g · %s · %d steps · %.0fs · %s", mark, e.InstanceID, e.Reward, e.ExitReason, e.Steps, e.Seconds, e.Reason)
+	case run.EventError:
+		next := "it runs again next time"
+		if e.GivenUp {
+			next = fmt.Sprintf("given up after %d attempts", e.Attempts)
+		}
+		return fmt.Sprintf("! %s error (%s), no reward · attempt %d · %s · %s", e.InstanceID, e.ErrorKind, e.Attempts, next, e.Reason)
 	case run.EventAborted:
 		return fmt.Sprintf("… %s interrupted (%s); it runs again next time", e.InstanceID, e.Reason)
 	}

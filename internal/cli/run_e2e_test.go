@@ -1161,9 +1161,9 @@ func TestRunSignalTwice(t *testing.T) {
 }
 
 // TestRunDockerContainerKilled kills one task's container while its agent
-// runs a command: that task is recorded with reward 0 and the sandbox
-// failure as its reason, the other tasks go on, and no container of the run
-// is left.
+// runs a command: that task is recorded as a box error (no reward, exit
+// status 3), the other tasks go on, no container of the run is left, and the
+// same command run again runs that task alone, to the end.
 func TestRunDockerContainerKilled(t *testing.T) {
 	b := e2eDocker(t)
 	ctx := t.Context()
@@ -1187,8 +1187,9 @@ func TestRunDockerContainerKilled(t *testing.T) {
 	os.WriteFile(replay, []byte("\"Waiting.\\n\\n```bash\\nsleep 8\\n```\"\n\"```bash\\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n```\"\n"), 0o644)
 	traj := filepath.Join(work, "out")
 	pr, pw := io.Pipe()
-	p := startSwerve(t, env, work, pw, "run", "--dataset", data, "--llm_name", "replay/"+replay, "--scaffold", "mini_swe_agent",
-		"--backend", "docker", "--pull", "never", "--max_workers", "3", "--traj_dir", traj, "--exp_name", "e", "--json")
+	args := []string{"run", "--dataset", data, "--llm_name", "replay/" + replay, "--scaffold", "mini_swe_agent",
+		"--backend", "docker", "--pull", "never", "--max_workers", "3", "--traj_dir", traj, "--exp_name", "e", "--json"}
+	p := startSwerve(t, env, work, pw, args...)
 	events := jsonEvents(t, pr, func(run.Event) {})
 	// Wait for the three agent boxes, then kill one.
 	var victim string
@@ -1215,8 +1216,8 @@ func TestRunDockerContainerKilled(t *testing.T) {
 	code := p.wait(t, 3*time.Minute)
 	pw.Close()
 	<-events
-	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, p.stderr.String())
+	if code != exitTaskErrors {
+		t.Fatalf("exit %d, want %d\n%s", code, exitTaskErrors, p.stderr.String())
 	}
 	recs, err := run.LoadRecords(traj)
 	if err != nil {
@@ -1227,8 +1228,8 @@ func TestRunDockerContainerKilled(t *testing.T) {
 	}
 	for id, r := range recs {
 		if id == victim {
-			if r.Reward != 0 || r.ExitReason != "sandbox_error" {
-				t.Errorf("killed task %s: exit %s, reward %g (%s)", id, r.ExitReason, r.Reward, r.RewardReason)
+			if !r.Failed() || r.ErrorKind != run.KindBox || r.ExitReason != "sandbox_error" || r.Trajectory == nil {
+				t.Errorf("killed task %s: status %s, kind %s, exit %s, reward %g (%s)", id, r.Status, r.ErrorKind, r.ExitReason, r.Reward, r.RewardReason)
 			}
 			t.Logf("killed task %s: %s; %s", id, r.ExitDetail, r.RewardReason)
 			continue
@@ -1239,5 +1240,23 @@ func TestRunDockerContainerKilled(t *testing.T) {
 	}
 	if left := runContainers(t, b, p.cmd.Process.Pid); len(left) > 0 {
 		t.Errorf("containers left: %v", left)
+	}
+	var sum run.RewardSummary
+	readJSONInto(t, filepath.Join(traj, "reward_summary.json"), &sum)
+	if sum.Total != 2 || sum.Errors != 1 || !slices.Equal(sum.ErrorIDs, []string{victim}) || sum.ErrorKinds["box"] != 1 {
+		t.Errorf("reward_summary.json: %+v", sum)
+	}
+
+	// The same command again: only the killed task runs, and finishes.
+	_, stderr, code := runSwerve(t, env, work, 3*time.Minute, args[:len(args)-1]...)
+	if code != 0 {
+		t.Fatalf("rerun: exit %d\n%s", code, stderr)
+	}
+	recs, _ = run.LoadRecords(traj)
+	if r := recs[victim]; r.Failed() || r.Attempts != 2 || r.ExitReason != "submitted" {
+		t.Errorf("rerun: killed task %s: status %s, attempts %d, exit %s", victim, r.Status, r.Attempts, r.ExitReason)
+	}
+	if !strings.Contains(stderr, "this run      1 ran (1 again after an error), 2 finished before") {
+		t.Errorf("rerun summary:\n%s", stderr)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -20,23 +21,38 @@ func init() { register(newValidateCmd) }
 
 // validation is one task's pair of checks.
 type validation struct {
-	InstanceID  string  `json:"instance_id"`
-	Gold        float64 `json:"gold_reward"`
-	GoldReason  string  `json:"gold_reason"`
-	Empty       float64 `json:"empty_reward"`
-	EmptyReason string  `json:"empty_reason"`
-	OK          bool    `json:"ok"`
-	Error       string  `json:"error,omitempty"`
-	Seconds     float64 `json:"seconds"`
+	InstanceID string `json:"instance_id"`
+	// Status is "ok", "failed" (a verdict is wrong) or "error" (a check
+	// could not be graded: no verdict, see ErrorKind and Error).
+	Status string `json:"status"`
+	// Gold and Empty are null for a check that was not graded.
+	Gold        *float64      `json:"gold_reward"`
+	GoldReason  string        `json:"gold_reason"`
+	Empty       *float64      `json:"empty_reward"`
+	EmptyReason string        `json:"empty_reason"`
+	OK          bool          `json:"ok"`
+	ErrorKind   run.ErrorKind `json:"error_kind,omitempty"`
+	Error       string        `json:"error,omitempty"`
+	Seconds     float64       `json:"seconds"`
 }
+
+// Validation statuses.
+const (
+	validOK     = "ok"
+	validFailed = "failed"
+	validError  = "error"
+)
 
 // validationSummary is validate's JSON summary.
 type validationSummary struct {
-	Dataset string       `json:"dataset"`
-	Total   int          `json:"total"`
-	Passed  int          `json:"passed"`
-	Failed  []string     `json:"failed_ids"`
-	Tasks   []validation `json:"tasks"`
+	Dataset string   `json:"dataset"`
+	Total   int      `json:"total"`
+	Passed  int      `json:"passed"`
+	Failed  []string `json:"failed_ids"`
+	// Errors are the tasks that could not be checked (box, image, engine,
+	// grader): neither passed nor failed.
+	Errors []string     `json:"error_ids"`
+	Tasks  []validation `json:"tasks"`
 }
 
 func newValidateCmd() *cobra.Command {
@@ -55,7 +71,11 @@ solution/solve.sh), which must be resolved (reward 1), and no patch at all,
 which must not (reward 0), each in a fresh box from the task's image, graded
 by the task's own grader (see swerve grade --help). It prints a table
 and a summary, lists the tasks that fail either check with the reason, and
-exits non-zero if any does. Run it before training on a dataset.`,
+exits 1 if any does. A check that could not be graded at all (a box that
+would not open, a missing image, the engine, the grader) is an error, not a
+reward: the task is listed among the errors with the reason, and the exit
+code is 3 when there are errors but no failures. Run it before training on a
+dataset.`,
 		Example: `  swerve validate --dataset verified-test.parquet --instance_ids django__django-16901,django__django-17087
   swerve validate --dataset tasks.jsonl --max_workers 4 --json > validation.json`,
 		Args: cobra.NoArgs,
@@ -83,7 +103,7 @@ exits non-zero if any does. Run it before training on a dataset.`,
 					done++
 					if !asJSON {
 						v := results[i]
-						fmt.Fprintf(stderr, "[%d/%d] %s: gold %.0f, empty %.0f%s\n", done, len(tasks), v.InstanceID, v.Gold, v.Empty, okMark(v))
+						fmt.Fprintf(stderr, "[%d/%d] %s: gold %s, empty %s%s\n", done, len(tasks), v.InstanceID, showReward(v.Gold), showReward(v.Empty), okMark(v))
 					}
 					mu.Unlock()
 					return ctx.Err()
@@ -92,11 +112,14 @@ exits non-zero if any does. Run it before training on a dataset.`,
 			if err := g.Wait(); err != nil {
 				return err
 			}
-			sum := validationSummary{Dataset: df.Dataset, Total: len(results), Failed: []string{}, Tasks: results}
+			sum := validationSummary{Dataset: df.Dataset, Total: len(results), Failed: []string{}, Errors: []string{}, Tasks: results}
 			for _, v := range results {
-				if v.OK {
+				switch v.Status {
+				case validOK:
 					sum.Passed++
-				} else {
+				case validError:
+					sum.Errors = append(sum.Errors, v.InstanceID)
+				default:
 					sum.Failed = append(sum.Failed, v.InstanceID)
 				}
 			}
@@ -109,22 +132,29 @@ exits non-zero if any does. Run it before training on a dataset.`,
 				}
 			} else {
 				tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "INSTANCE_ID\tGOLD\tEMPTY\tOK\tSECONDS\tREASON")
+				fmt.Fprintln(tw, "INSTANCE_ID\tGOLD\tEMPTY\tSTATUS\tSECONDS\tREASON")
 				for _, v := range results {
 					reason := ""
-					if !v.OK {
-						reason = v.Error
-						if reason == "" {
-							reason = "gold: " + v.GoldReason + "; empty: " + v.EmptyReason
-						}
+					switch v.Status {
+					case validError:
+						reason = fmt.Sprintf("%s error: %s", v.ErrorKind, v.Error)
+					case validFailed:
+						reason = "gold: " + v.GoldReason + "; empty: " + v.EmptyReason
 					}
-					fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%v\t%.1f\t%s\n", v.InstanceID, v.Gold, v.Empty, v.OK, v.Seconds, reason)
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.1f\t%s\n", v.InstanceID, showReward(v.Gold), showReward(v.Empty), v.Status, v.Seconds, reason)
 				}
 				tw.Flush()
-				fmt.Fprintf(out, "\n%d of %d tasks valid\n", sum.Passed, sum.Total)
+				fmt.Fprintf(out, "\n%d of %d tasks valid", sum.Passed, sum.Total)
+				if len(sum.Errors) > 0 {
+					fmt.Fprintf(out, ", %d could not be checked (errors, no verdict)", len(sum.Errors))
+				}
+				fmt.Fprintln(out)
 			}
-			if len(sum.Failed) > 0 {
+			switch {
+			case len(sum.Failed) > 0:
 				return exitError{1}
+			case len(sum.Errors) > 0:
+				return exitError{exitTaskErrors}
 			}
 			return nil
 		},
@@ -138,13 +168,21 @@ exits non-zero if any does. Run it before training on a dataset.`,
 }
 
 func okMark(v validation) string {
-	if v.OK {
+	switch v.Status {
+	case validOK:
 		return ""
-	}
-	if v.Error != "" {
-		return " FAILED: " + v.Error
+	case validError:
+		return fmt.Sprintf(" ERROR (%s, no verdict): %s", v.ErrorKind, v.Error)
 	}
 	return " FAILED"
+}
+
+// showReward prints a reward, or "-" for none.
+func showReward(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", *r)
 }
 
 // validateOne runs the gold and the empty check for t.
@@ -154,16 +192,20 @@ func validateOne(ctx context.Context, stderr io.Writer, bf *boxFlags, t *task.Ta
 	defer func() { v.Seconds = time.Since(start).Seconds() }()
 	gold, err := gradeInBox(ctx, bf, t, grader.Options{Gold: true, EvalTimeout: timeout}, stderr)
 	if err != nil {
-		v.Error = "gold run: " + err.Error()
+		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "gold run: "+err.Error()
 		return v
 	}
-	v.Gold, v.GoldReason = gold.Reward, gold.Reason
+	v.Gold, v.GoldReason = &gold.Reward, gold.Reason
 	empty, err := gradeInBox(ctx, bf, t, grader.Options{EvalTimeout: timeout}, stderr)
 	if err != nil {
-		v.Error = "empty run: " + err.Error()
+		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "empty run: "+err.Error()
 		return v
 	}
-	v.Empty, v.EmptyReason = empty.Reward, empty.Reason
-	v.OK = v.Gold == 1 && v.Empty == 0
+	v.Empty, v.EmptyReason = &empty.Reward, empty.Reason
+	v.OK = gold.Reward == 1 && empty.Reward == 0
+	v.Status = validFailed
+	if v.OK {
+		v.Status = validOK
+	}
 	return v
 }

@@ -45,6 +45,14 @@ type Metadata struct {
 	TokenUsage     TokenUsage `json:"token_usage"`
 	Model          string     `json:"model"`
 	Offline        bool       `json:"offline,omitempty"`
+	// Status is "graded", or "error" for a task that failed outside the
+	// model: its reward is then no result (see Record).
+	Status     string    `json:"status"`
+	Attempts   int       `json:"attempts"`
+	ErrorKind  ErrorKind `json:"error_kind,omitempty"`
+	ErrorStage string    `json:"error_stage,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	GivenUp    bool      `json:"given_up,omitempty"`
 }
 
 // TokenUsage is the token counts of metadata.json.
@@ -68,6 +76,7 @@ func writeTask(trajDir string, rec *Record) error {
 		Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		ExitReason: rec.ExitReason, ExpName: rec.ExpName, TestTimeout: rec.TestTimeout,
 		TokenUsage: usageOf(rec.Usage()), Model: rec.Model, Offline: rec.Offline,
+		Status: rec.Status, Attempts: rec.Attempts, ErrorKind: rec.ErrorKind, ErrorStage: rec.ErrorStage, Error: rec.Error, GivenUp: rec.GivenUp,
 	}
 	mj, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {
@@ -103,8 +112,8 @@ func agentLog(rec *Record) string {
 		b.WriteString(" (offline: not a real model)")
 	}
 	b.WriteString("\n")
-	if rec.Error != "" {
-		fmt.Fprintf(&b, "error: %s\n", rec.Error)
+	if rec.Failed() {
+		fmt.Fprintf(&b, "error (%s, during %s, attempt %d): %s\n", rec.ErrorKind, rec.ErrorStage, rec.Attempts, rec.Error)
 	}
 	if t := rec.Trajectory; t != nil {
 		for _, m := range t.Messages[:min(2, len(t.Messages))] {
@@ -128,6 +137,14 @@ func agentLog(rec *Record) string {
 	if rec.ExitDetail != "" {
 		fmt.Fprintf(&b, " (%s)", rec.ExitDetail)
 	}
+	if rec.Failed() {
+		given := "it runs again next time"
+		if rec.GivenUp {
+			given = "given up"
+		}
+		fmt.Fprintf(&b, "\n=== no reward: %s error (%s): %s\n", rec.ErrorKind, given, rec.Error)
+		return b.String()
+	}
 	fmt.Fprintf(&b, "\n=== reward: %g (%s)\n", rec.Reward, rec.RewardReason)
 	return b.String()
 }
@@ -146,7 +163,6 @@ type Line struct {
 	Offline          bool            `json:"offline,omitempty"`
 	ExitReason       string          `json:"exit_reason"`
 	ExitDetail       string          `json:"exit_detail,omitempty"`
-	Error            string          `json:"error,omitempty"`
 	OutputPatch      string          `json:"output_patch"`
 	Reward           float64         `json:"reward"`
 	RewardReason     string          `json:"reward_reason"`
@@ -164,7 +180,7 @@ type Line struct {
 func lineOf(rec *Record) Line {
 	l := Line{
 		InstanceID: rec.InstanceID, DockerImage: rec.DockerImage, ExpName: rec.ExpName, Scaffold: rec.Scaffold, Mode: rec.Mode,
-		Model: rec.Model, Offline: rec.Offline, ExitReason: rec.ExitReason, ExitDetail: rec.ExitDetail, Error: rec.Error,
+		Model: rec.Model, Offline: rec.Offline, ExitReason: rec.ExitReason, ExitDetail: rec.ExitDetail,
 		OutputPatch: rec.Patch, Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		TestTimeout: rec.TestTimeout, TokenUsage: usageOf(rec.Usage()), Config: rec.Config, Report: rec.Report,
 		TrajectorySteps: []agent.Step{},
@@ -178,7 +194,10 @@ func lineOf(rec *Record) Line {
 	return l
 }
 
-// RewardSummary is reward_summary.json.
+// RewardSummary is reward_summary.json. Total, the reward lists,
+// Accuracy, AverageTurns and ExitReasons cover the graded tasks only; the
+// tasks that ended in an infrastructure error are counted apart (Errors and
+// what follows); Tokens and Models cover both, as both spent tokens.
 type RewardSummary struct {
 	Total        int            `json:"total"`
 	Reward1      IDs            `json:"reward_1"`
@@ -188,8 +207,14 @@ type RewardSummary struct {
 	Tokens       TokenUsage     `json:"tokens"`
 	ExitReasons  map[string]int `json:"exit_reasons"`
 	Errors       int            `json:"errors"`
-	Models       []string       `json:"models"`
-	Offline      bool           `json:"offline,omitempty"`
+	ErrorIDs     []string       `json:"error_ids"`
+	ErrorKinds   map[string]int `json:"error_kinds"`
+	// ErrorReasons is each errored task's "<kind>: <error>".
+	ErrorReasons map[string]string `json:"error_reasons"`
+	// GivenUp lists the errored tasks at the attempt bound.
+	GivenUp IDs      `json:"given_up"`
+	Models  []string `json:"models"`
+	Offline bool     `json:"offline,omitempty"`
 }
 
 // IDs counts instance ids.
@@ -219,7 +244,11 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
-	sum := &RewardSummary{Reward1: IDs{InstanceIDs: []string{}}, Reward0: IDs{InstanceIDs: []string{}}, ExitReasons: map[string]int{}, Models: []string{}}
+	sum := &RewardSummary{
+		Reward1: IDs{InstanceIDs: []string{}}, Reward0: IDs{InstanceIDs: []string{}}, ExitReasons: map[string]int{},
+		ErrorIDs: []string{}, ErrorKinds: map[string]int{}, ErrorReasons: map[string]string{}, GivenUp: IDs{InstanceIDs: []string{}},
+		Models: []string{},
+	}
 	var preds []pred
 	models := map[string]bool{}
 	turns := 0
@@ -228,19 +257,6 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 	all, rs := newAtomicLines(), newAtomicLines()
 	for _, id := range ids {
 		rec := recs[id]
-		sum.Total++
-		if rec.Reward == 1 {
-			sum.Reward1.Count++
-			sum.Reward1.InstanceIDs = append(sum.Reward1.InstanceIDs, id)
-		} else {
-			sum.Reward0.Count++
-			sum.Reward0.InstanceIDs = append(sum.Reward0.InstanceIDs, id)
-		}
-		if rec.Error != "" {
-			sum.Errors++
-		}
-		sum.ExitReasons[rec.ExitReason]++
-		turns += rec.Steps()
 		u := usageOf(rec.Usage())
 		sum.Tokens.Input += u.Input
 		sum.Tokens.Output += u.Output
@@ -251,6 +267,28 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 			models[rec.Model] = true
 			sum.Models = append(sum.Models, rec.Model)
 		}
+		if rec.Failed() {
+			// No reward: in none of the files that carry rewards.
+			sum.Errors++
+			sum.ErrorIDs = append(sum.ErrorIDs, id)
+			sum.ErrorKinds[string(rec.ErrorKind)]++
+			sum.ErrorReasons[id] = string(rec.ErrorKind) + ": " + rec.Error
+			if rec.GivenUp {
+				sum.GivenUp.Count++
+				sum.GivenUp.InstanceIDs = append(sum.GivenUp.InstanceIDs, id)
+			}
+			continue
+		}
+		sum.Total++
+		if rec.Reward == 1 {
+			sum.Reward1.Count++
+			sum.Reward1.InstanceIDs = append(sum.Reward1.InstanceIDs, id)
+		} else {
+			sum.Reward0.Count++
+			sum.Reward0.InstanceIDs = append(sum.Reward0.InstanceIDs, id)
+		}
+		sum.ExitReasons[rec.ExitReason]++
+		turns += rec.Steps()
 		preds = append(preds, pred{InstanceID: id, Model: rec.Model, Patch: rec.Patch})
 		if err := w.add(lineOf(rec)); err != nil {
 			return nil, err

@@ -4,11 +4,11 @@
 //
 // # Layout under TrajDir
 //
-//	<exp_name>.jsonl                          one trajectory per task
+//	<exp_name>.jsonl                          one trajectory per graded task
 //	trajectories.jsonl                        messages only (or {"messages","tools"})
 //	trajectories_rejection_sampling.jsonl     the same, reward 1 only
-//	reward_summary.json                       counts, ids, accuracy, turns, tokens
-//	preds.json                                SWE-bench predictions
+//	reward_summary.json                       counts, ids, accuracy, turns, tokens; errors apart
+//	preds.json                                SWE-bench predictions of the graded tasks
 //	<instance_id>/agent.log, output_patch.diff, test_output.log, metadata.json
 //	<instance_id>/result.json                 the task's record: the journal
 //
@@ -17,6 +17,23 @@
 // skips finished tasks and runs the rest; the aggregate files are rebuilt
 // from the records, so none is lost or counted twice whatever killed the
 // previous run.
+//
+// # Errors are not rewards
+//
+// A task that failed for a reason outside the model (a box that would not
+// open, a missing image, the engine, the model's provider, a grader that
+// could not grade, a full disk; see Classify) gets a record with status
+// "error", its ErrorKind and the error, and no reward: it is left out of
+// accuracy, <exp_name>.jsonl, both trajectory files and preds.json, and
+// counted apart in reward_summary.json. The next run with the same
+// arguments runs it again, up to Options.MaxAttempts attempts counted
+// across runs; then it is given up and stays an error. A task whose episode
+// finished but whose grading failed keeps its trajectory, and its retry
+// grades the same patch again without rerunning the model. A full disk or
+// an engine that cannot be reached stops the run (nothing new starts), as
+// every other task would fail alike. Failures of the model (format errors,
+// limits, a context overflow, a patch that does not apply, failing tests)
+// stay reward 0 with their reason.
 package run
 
 import (
@@ -30,7 +47,6 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
@@ -73,6 +89,10 @@ type Options struct {
 	// GradeIn is "fresh" (default: a new box from the task's image) or
 	// "same" (the agent's box, as upstream does).
 	GradeIn string
+	// MaxAttempts bounds the attempts at a task that keeps ending in an
+	// infrastructure error, counted across runs (default
+	// DefaultMaxAttempts); a task at the bound is given up.
+	MaxAttempts int
 	// Config is recorded with every trajectory.
 	Config map[string]any
 	// Events, if set, is told about progress (from several goroutines,
@@ -83,11 +103,15 @@ type Options struct {
 	Stop <-chan struct{}
 }
 
+// DefaultMaxAttempts is Options.MaxAttempts' default.
+const DefaultMaxAttempts = 3
+
 // Event kinds.
 const (
 	EventStart   = "start"   // a task began
-	EventDone    = "done"    // a task finished and was recorded
-	EventSkipped = "skipped" // a task was finished in an earlier run
+	EventDone    = "done"    // a task finished and was recorded with its reward
+	EventError   = "error"   // a task failed outside the model and was recorded as an error
+	EventSkipped = "skipped" // a task was finished in an earlier run, or given up there
 	EventAborted = "aborted" // a task was interrupted and will run again next time
 )
 
@@ -100,12 +124,30 @@ type Event struct {
 	ExitReason string  `json:"exit_reason,omitempty"`
 	Steps      int     `json:"steps"`
 	Seconds    float64 `json:"seconds"`
+	// For errors (and skipped errors): the kind, the attempts made so far
+	// and whether the task is given up (it will not run again).
+	ErrorKind ErrorKind `json:"error_kind,omitempty"`
+	Attempts  int       `json:"attempts,omitempty"`
+	GivenUp   bool      `json:"given_up,omitempty"`
 	// Counters after this event.
 	Done     int `json:"done"`
 	Running  int `json:"running"`
 	Resolved int `json:"resolved"`
+	Errors   int `json:"errors"`
 	Total    int `json:"total"`
 }
+
+// Record statuses.
+const (
+	StatusGraded = "graded" // the task has its reward
+	StatusError  = "error"  // the task failed outside the model: no reward
+)
+
+// Error stages: where in a task an error struck.
+const (
+	StageAgent = "agent" // opening the agent's box, or the episode
+	StageGrade = "grade" // grading, after a whole episode
+)
 
 // Record is one finished task: result.json, and the source of every
 // aggregate file.
@@ -120,6 +162,20 @@ type Record struct {
 	// Offline is set for replay/..., oracle/gold and --run_golden runs.
 	Offline bool `json:"offline,omitempty"`
 
+	// Status is StatusGraded or StatusError; records of older versions
+	// have none and are graded.
+	Status string `json:"status"`
+	// Attempts counts the recorded attempts at the task, across runs.
+	Attempts int `json:"attempts"`
+	// ErrorKind, ErrorStage and Error say what failed, for status error.
+	ErrorKind  ErrorKind `json:"error_kind,omitempty"`
+	ErrorStage string    `json:"error_stage,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	// GivenUp is set on an error record at the attempt bound of the run that
+	// wrote it: the task does not run again.
+	GivenUp bool `json:"given_up,omitempty"`
+
+	// Reward is 0 for status error, and counts nowhere.
 	Reward         float64         `json:"reward"`
 	RewardReason   string          `json:"reward_reason"`
 	Grader         string          `json:"grader,omitempty"`
@@ -129,9 +185,6 @@ type Record struct {
 
 	ExitReason string `json:"exit_reason"`
 	ExitDetail string `json:"exit_detail,omitempty"`
-	// Error is set when the task failed outside the agent (no image, a box
-	// that would not start); the reward is then 0.
-	Error string `json:"error,omitempty"`
 
 	Patch      string            `json:"output_patch"`
 	Trajectory *agent.Trajectory `json:"trajectory,omitempty"`
@@ -141,7 +194,13 @@ type Record struct {
 	Fingerprint string         `json:"fingerprint"`
 	Started     time.Time      `json:"started"`
 	Finished    time.Time      `json:"finished"`
+
+	// cause is the error behind Error, in the run that met it.
+	cause error
 }
+
+// Failed reports whether the record is an error, not a reward.
+func (r *Record) Failed() bool { return r.Status == StatusError }
 
 // Steps is the number of model turns.
 func (r *Record) Steps() int {
@@ -163,10 +222,13 @@ func (r *Record) Usage() llm.Usage {
 type Summary struct {
 	TrajDir     string
 	Total       int // tasks selected
-	Recorded    int // tasks with a record, from this run or before
+	Recorded    int // tasks with a record, from this run or before: graded or error
 	Ran         int // tasks recorded by this run
-	Skipped     int // tasks already finished before this run
+	Skipped     int // tasks finished, or given up, before this run
+	Retried     int // tasks recorded by this run that had ended in an error before
 	Resolved    int
+	Errors      int // tasks whose record is an error (no reward)
+	GivenUp     int // of those, the ones at the attempt bound: they do not run again
 	Interrupted bool
 	Wall        time.Duration
 	File        *RewardSummary
@@ -192,6 +254,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.RunGolden {
 		opts.ModelName = "gold-patch"
 	}
+	if opts.MaxAttempts <= 0 {
+		opts.MaxAttempts = DefaultMaxAttempts
+	}
 	if err := os.MkdirAll(opts.TrajDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--traj_dir: %w", err)
 	}
@@ -200,11 +265,11 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pending []*task.Task
-	done := map[string]bool{}
-	for _, rec := range existing {
-		done[rec.InstanceID] = true
-	}
+	var (
+		pending []*task.Task
+		skipped []*Record
+	)
+	r.prev = map[string]*Record{}
 	sum := &Summary{TrajDir: opts.TrajDir, Total: len(opts.Tasks)}
 	for i := range opts.Tasks {
 		t := &opts.Tasks[i]
@@ -216,28 +281,51 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 		if rec.Fingerprint != r.fingerprint && !opts.SkipIfExists {
 			return nil, fmt.Errorf("task %s: %s holds a result made with other settings (model %s, scaffold %s); use another --traj_dir or --exp_name, or --skip_if_exists to keep those results", t.InstanceID, opts.TrajDir, rec.Model, rec.Scaffold)
 		}
+		if rec.Failed() {
+			if attempts(rec) < opts.MaxAttempts {
+				// An error is not a result: the task runs again.
+				r.prev[t.InstanceID] = rec
+				pending = append(pending, t)
+				continue
+			}
+			if !rec.GivenUp {
+				// A lower bound than the last run's: say so in its files. An
+				// error record has no test output to lose.
+				rec.GivenUp = true
+				if err := writeTask(opts.TrajDir, rec); err != nil {
+					return nil, fmt.Errorf("task %s: write results: %w", t.InstanceID, err)
+				}
+			}
+		}
 		sum.Skipped++
-		if rec.Reward == 1 {
+		switch {
+		case rec.Failed():
+			r.errors++
+		case rec.Reward == 1:
 			r.resolved++
 		}
 		r.done++
+		skipped = append(skipped, rec)
 	}
 	r.total = len(opts.Tasks)
-	for i := range opts.Tasks {
-		if done[opts.Tasks[i].InstanceID] {
-			r.emit(Event{Kind: EventSkipped, InstanceID: opts.Tasks[i].InstanceID, Reward: existing[opts.Tasks[i].InstanceID].Reward})
+	for _, rec := range skipped {
+		e := Event{Kind: EventSkipped, InstanceID: rec.InstanceID, Reward: rec.Reward}
+		if rec.Failed() {
+			e.Reason, e.ErrorKind, e.Attempts, e.GivenUp = rec.Error, rec.ErrorKind, attempts(rec), true
 		}
+		r.emit(e)
 	}
 
 	runErr := r.runAll(ctx, pending)
-	sum.Ran = r.ran
+	sum.Ran, sum.Retried = r.ran, r.retried
 	sum.Interrupted = r.interrupted || ctx.Err() != nil
 	// The aggregates are rebuilt from the records whatever happened.
 	file, werr := WriteAggregates(opts.TrajDir, opts.ExpName)
 	sum.File = file
 	if file != nil {
-		sum.Recorded = file.Total
+		sum.Recorded = file.Total + file.Errors
 		sum.Resolved = file.Reward1.Count
+		sum.Errors, sum.GivenUp = file.Errors, file.GivenUp.Count
 	}
 	sum.Wall = time.Since(r.start)
 	if runErr != nil {
@@ -256,15 +344,29 @@ type runner struct {
 	opts        Options
 	start       time.Time
 	fingerprint string
+	// prev holds the error records of the tasks that run again; read-only
+	// once the tasks start.
+	prev map[string]*Record
 
 	mu          sync.Mutex
 	done        int
 	running     int
 	resolved    int
+	errors      int
 	total       int
 	ran         int
+	retried     int
 	interrupted bool
 	fatal       error
+}
+
+// attempts is the number of attempts a record counts (0 for none; records
+// of older versions count one).
+func attempts(rec *Record) int {
+	if rec == nil {
+		return 0
+	}
+	return max(rec.Attempts, 1)
 }
 
 func (r *runner) emit(e Event) {
@@ -273,7 +375,7 @@ func (r *runner) emit(e Event) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e.Done, e.Running, e.Resolved, e.Total = r.done, r.running, r.resolved, r.total
+	e.Done, e.Running, e.Resolved, e.Errors, e.Total = r.done, r.running, r.resolved, r.errors, r.total
 	r.opts.Events(e)
 }
 
@@ -365,6 +467,9 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 		return
 	}
 	rec.Finished = time.Now()
+	prev := r.prev[t.InstanceID]
+	rec.Attempts = attempts(prev) + 1
+	rec.GivenUp = rec.Failed() && rec.Attempts >= r.opts.MaxAttempts
 	if err := writeTask(r.opts.TrajDir, rec); err != nil {
 		if isDiskFull(err) {
 			err = fmt.Errorf("the disk is full writing %s's results under %s: freed space and rerun the same command to resume (%w)", t.InstanceID, r.opts.TrajDir, err)
@@ -378,19 +483,45 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	r.mu.Lock()
 	r.done++
 	r.ran++
-	if rec.Reward == 1 {
+	if prev != nil {
+		r.retried++
+	}
+	switch {
+	case rec.Failed():
+		r.errors++
+	case rec.Reward == 1:
 		r.resolved++
 	}
 	r.mu.Unlock()
-	r.emit(Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()})
+	e := Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()}
+	if rec.Failed() {
+		e.Kind, e.Reason, e.ErrorKind, e.Attempts, e.GivenUp = EventError, rec.Error, rec.ErrorKind, rec.Attempts, rec.GivenUp
+	}
+	r.emit(e)
+	if err := runWide(rec); err != nil {
+		r.setFatal(err)
+	}
 }
 
-func isDiskFull(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+// runWide returns the error that stops the run when rec's failure is one
+// every other task would meet too — a full disk, an engine that cannot be
+// reached — so that they do not spend their attempts on it; nil otherwise.
+func runWide(rec *Record) error {
+	if !rec.Failed() {
+		return nil
+	}
+	switch {
+	case rec.ErrorKind == KindDisk:
+		return fmt.Errorf("task %s: a disk is full (%s): free space and rerun the same command to resume", rec.InstanceID, rec.Error)
+	case rec.ErrorKind == KindEngine && errors.Is(rec.cause, sandbox.ErrUnavailable):
+		return fmt.Errorf("task %s: the container engine cannot be reached (%s): start it and rerun the same command to resume", rec.InstanceID, rec.Error)
+	}
+	return nil
 }
 
 // episode runs the agent (or takes the gold patch) and grades. Failures of
-// the task are a record with reward 0; the error is only for interrupts.
+// the model are a record with reward 0, failures outside it an error record
+// (see Classify); the error is only for interrupts.
 func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	o := r.opts
 	rec := &Record{
@@ -403,20 +534,29 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		Model:       o.ModelName,
 		Config:      o.Config,
 		Fingerprint: r.fingerprint,
+		Status:      StatusGraded,
 		Started:     time.Now(),
-	}
-	fail := func(reason agent.ExitReason, err error) *Record {
-		rec.ExitReason, rec.Error = string(reason), err.Error()
-		rec.Reward, rec.RewardReason = 0, "not graded: "+err.Error()
-		return rec
 	}
 	if o.RunGolden {
 		rec.Offline = true
 		rec.ExitReason = string(agent.ExitSubmitted)
 		rec.Patch = t.Patch
 		if t.Patch == "" {
-			return fail(agent.ExitSandboxError, fmt.Errorf("task %s: patch: --run_golden needs the gold patch, and the task has none", t.InstanceID)), nil
+			rec.ExitReason = string(agent.ExitSandboxError)
+			rec.setError(StageAgent, KindTask, fmt.Errorf("task %s: patch: --run_golden needs the gold patch, and the task has none", t.InstanceID))
+			return rec, nil
 		}
+		if err := r.grade(ctx, t, rec, nil, ""); err != nil {
+			return nil, err
+		}
+		return rec, nil
+	}
+	if prev := r.prev[t.InstanceID]; prev != nil && prev.ErrorStage == StageGrade && prev.Trajectory != nil &&
+		prev.Fingerprint == r.fingerprint && o.GradeIn == "fresh" {
+		// The episode was whole and only its grading failed: grade the same
+		// patch again rather than run the model again.
+		rec.Model, rec.Offline, rec.Trajectory = prev.Model, prev.Offline, prev.Trajectory
+		rec.ExitReason, rec.ExitDetail, rec.Patch = prev.ExitReason, prev.ExitDetail, prev.Patch
 		if err := r.grade(ctx, t, rec, nil, ""); err != nil {
 			return nil, err
 		}
@@ -431,7 +571,10 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return fail(agent.ExitSandboxError, err), nil
+		rec.ExitReason = string(agent.ExitSandboxError)
+		kind, _ := Classify(PhaseOpen, err)
+		rec.setError(StageAgent, kind, err)
+		return rec, nil
 	}
 	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
 	defer closeBox()
@@ -442,7 +585,9 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	}
 	model, err := o.NewModel(s, t, workdir, o.Mode)
 	if err != nil {
-		return fail(agent.ExitLLMError, err), nil
+		rec.ExitReason = string(agent.ExitLLMError)
+		rec.setError(StageAgent, KindLLM, err)
+		return rec, nil
 	}
 	rec.Model = model.Name()
 	rec.Offline = llm.IsOffline(model)
@@ -456,6 +601,16 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	rec.Trajectory = traj
 	rec.ExitReason, rec.ExitDetail = string(traj.ExitReason), traj.ExitDetail
 	rec.Patch = traj.Patch
+	if kind, infra := episodeError(traj); infra {
+		// The episode was cut short from outside: its patch says nothing
+		// about the model. The trajectory is kept; the task runs again.
+		err := traj.Err
+		if err == nil {
+			err = errors.New(traj.ExitDetail)
+		}
+		rec.setError(StageAgent, kind, err)
+		return rec, nil
+	}
 	if traj.ExitReason == agent.ExitSandboxError && traj.Patch == "" {
 		rec.Reward, rec.RewardReason = 0, "not graded: the sandbox failed: "+traj.ExitDetail
 		return rec, nil
@@ -472,37 +627,90 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	return rec, nil
 }
 
+// episodeError says whether an episode ended by a failure outside the
+// model, and of what kind.
+func episodeError(traj *agent.Trajectory) (ErrorKind, bool) {
+	if traj.Err == nil {
+		return "", false
+	}
+	switch traj.ExitReason {
+	case agent.ExitLLMError:
+		return Classify(PhaseModel, traj.Err)
+	case agent.ExitSandboxError:
+		if len(traj.Steps) == 0 {
+			// The box failed before the model did anything in it.
+			return Classify(PhaseSetup, traj.Err)
+		}
+		return Classify(PhaseBox, traj.Err)
+	}
+	return "", false
+}
+
+// setError makes rec an error record: no reward, the kind and the error.
+func (rec *Record) setError(stage string, kind ErrorKind, err error) {
+	rec.Status, rec.ErrorStage, rec.ErrorKind, rec.Error, rec.cause = StatusError, stage, kind, err.Error(), err
+	rec.Reward, rec.RewardReason = 0, fmt.Sprintf("not graded: %s error: %s", kind, err.Error())
+	rec.Grader, rec.Report, rec.TestOutput, rec.TestTimeout = "", nil, "", false
+}
+
 // grade grades rec.Patch in a fresh box (box nil) or in the given one,
 // where the patch is already in the tree.
 func (r *runner) grade(ctx context.Context, t *task.Task, rec *Record, box sandbox.Sandbox, workdir string) error {
 	start := time.Now()
 	defer func() { rec.RewardCalcTime = time.Since(start).Seconds() }()
 	patch := rec.Patch
+	phase := PhaseGrade
 	if box == nil {
 		b, wd, err := r.opts.Open(ctx, t)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			rec.Reward, rec.RewardReason, rec.Error = 0, "not graded: "+err.Error(), err.Error()
+			kind, _ := Classify(PhaseOpen, err)
+			rec.setError(StageGrade, kind, fmt.Errorf("grading box: %w", err))
 			return nil
 		}
 		defer b.Close(context.WithoutCancel(ctx))
 		box, workdir = b, wd
 	} else {
 		patch = "" // already applied in the agent's box
+		phase = PhaseGradeSame
 	}
-	out, err := grader.Grade(ctx, box, t, grader.Options{Force: r.opts.Reward, Patch: patch, EvalTimeout: r.opts.EvalTimeout, Workdir: workdir})
+	out, err := gradeSafely(func() (*grader.Outcome, error) {
+		return grader.Grade(ctx, box, t, grader.Options{Force: r.opts.Reward, Patch: patch, EvalTimeout: r.opts.EvalTimeout, Workdir: workdir})
+	})
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		rec.Reward, rec.RewardReason, rec.Error = 0, "not graded: "+err.Error(), err.Error()
+		kind, infra := Classify(phase, err)
+		if errors.Is(err, errGraderPanic) {
+			kind, infra = KindGrader, true
+		}
+		if infra {
+			rec.setError(StageGrade, kind, err)
+		} else {
+			rec.Reward, rec.RewardReason = 0, "not graded: "+err.Error()
+		}
 		return nil
 	}
 	rec.Reward, rec.RewardReason, rec.Grader, rec.Report = out.Reward, out.Reason, string(out.Grader), out.Report
 	rec.TestOutput, rec.TestTimeout = out.Log, out.TimedOut
 	return nil
+}
+
+// errGraderPanic marks a grader that panicked: a bug of swerve's, recorded
+// as that task's grader error instead of ending the run.
+var errGraderPanic = errors.New("the grader crashed")
+
+// gradeSafely runs grade, turning a panic into an error.
+func gradeSafely(grade func() (*grader.Outcome, error)) (out *grader.Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("%w: %v", errGraderPanic, p)
+		}
+	}()
+	return grade()
 }
 
 // fingerprint names the settings that make two runs' results comparable.
@@ -518,6 +726,26 @@ func fingerprint(o Options) string {
 // TaskDir is where a task's files go.
 func TaskDir(trajDir, id string) string {
 	return filepath.Join(trajDir, fsutil.SafeName(id))
+}
+
+// upgrade reads a record of an older swerve, which had no status and gave
+// failures outside the model reward 0 with their error: those are errors
+// now (of the box, or of the model's provider), and run again.
+func upgrade(rec *Record) {
+	if rec.Status != "" {
+		return
+	}
+	rec.Status = StatusGraded
+	if rec.Error == "" {
+		return
+	}
+	rec.Status, rec.ErrorStage, rec.ErrorKind = StatusError, StageAgent, KindBox
+	if rec.ExitReason == string(agent.ExitLLMError) {
+		rec.ErrorKind = KindLLM
+	}
+	if rec.Trajectory != nil && rec.ExitReason != string(agent.ExitSandboxError) && rec.ExitReason != string(agent.ExitLLMError) {
+		rec.ErrorStage = StageGrade // the episode ended well; its grading failed
+	}
 }
 
 // LoadRecords reads every task record under dir, by instance id. Broken
@@ -539,6 +767,7 @@ func LoadRecords(dir string) (map[string]*Record, error) {
 		if err := json.Unmarshal(data, rec); err != nil {
 			return nil, fmt.Errorf("%s: not a swerve task record (%v); move it away to rerun that task", m, err)
 		}
+		upgrade(rec)
 		out[rec.InstanceID] = rec
 	}
 	return out, nil

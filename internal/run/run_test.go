@@ -156,7 +156,11 @@ func checkOutputs(t *testing.T, dir string, ids []string, resolved int, fn bool)
 	if n := len(readAny(t, filepath.Join(dir, "trajectories_rejection_sampling.jsonl"))); n != resolved {
 		t.Errorf("rejection sampling file has %d lines, want %d", n, resolved)
 	}
-	for _, v := range readAny(t, filepath.Join(dir, "trajectories.jsonl")) {
+	trajs := readAny(t, filepath.Join(dir, "trajectories.jsonl"))
+	if len(trajs) != len(ids) {
+		t.Errorf("trajectories.jsonl has %d lines, want %d", len(trajs), len(ids))
+	}
+	for _, v := range trajs {
 		tr, isObj := v.(map[string]any)
 		if isObj != fn {
 			t.Errorf("trajectories.jsonl: fn mode %v but the line is an object: %v", fn, isObj)
@@ -170,8 +174,13 @@ func checkOutputs(t *testing.T, dir string, ids []string, resolved int, fn bool)
 	}
 	var preds []map[string]any
 	readJSON(t, filepath.Join(dir, "preds.json"), &preds)
-	if len(preds) != len(ids) {
-		t.Errorf("preds.json has %d rows", len(preds))
+	var predIDs []string
+	for _, p := range preds {
+		predIDs = append(predIDs, p["instance_id"].(string))
+	}
+	sort.Strings(predIDs)
+	if strings.Join(predIDs, ",") != strings.Join(want, ",") {
+		t.Errorf("preds.json holds %v, want %v", predIDs, want)
 	}
 	for _, id := range ids {
 		td := run.TaskDir(dir, id)
@@ -240,9 +249,9 @@ func TestRunGolden(t *testing.T) {
 	}
 }
 
-// TestRunFailuresAreRecorded: a task whose box will not open and a model
-// that gives up are each that task's reward 0 with a reason; the run goes
-// on.
+// TestRunFailuresAreRecorded: a task whose box will not open is an error,
+// not a reward, and a model that gives up is that task's reward 0 with a
+// reason; the run goes on.
 func TestRunFailuresAreRecorded(t *testing.T) {
 	tasks := allTasks(t)[:3]
 	tasks[0].SourceDir = ""
@@ -257,17 +266,17 @@ func TestRunFailuresAreRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Resolved != 1 || sum.File.Total != 3 {
-		t.Fatalf("resolved %d of %d", sum.Resolved, sum.File.Total)
+	if sum.Resolved != 1 || sum.File.Total != 2 || sum.Errors != 1 || sum.Recorded != 3 {
+		t.Fatalf("resolved %d of %d graded, %d errors, %d recorded", sum.Resolved, sum.File.Total, sum.Errors, sum.Recorded)
 	}
 	recs, _ := run.LoadRecords(o.TrajDir)
-	if r := recs[tasks[0].InstanceID]; r.Reward != 0 || !strings.Contains(r.Error, "no source_dir") || r.ExitReason != string(agent.ExitSandboxError) {
+	if r := recs[tasks[0].InstanceID]; !r.Failed() || r.ErrorKind != run.KindBox || !strings.Contains(r.Error, "no source_dir") || r.ExitReason != string(agent.ExitSandboxError) || r.Attempts != 1 {
 		t.Errorf("box failure: %+v", r)
 	}
-	if r := recs[tasks[1].InstanceID]; r.Reward != 0 || r.ExitReason != string(agent.ExitLLMError) {
-		t.Errorf("model failure: exit %s reward %g %s", r.ExitReason, r.Reward, r.RewardReason)
+	if r := recs[tasks[1].InstanceID]; r.Failed() || r.Reward != 0 || r.ExitReason != string(agent.ExitLLMError) || r.Status != run.StatusGraded {
+		t.Errorf("model failure: status %s, exit %s reward %g %s", r.Status, r.ExitReason, r.Reward, r.RewardReason)
 	}
-	checkOutputs(t, o.TrajDir, ids(tasks), 1, false)
+	checkOutputs(t, o.TrajDir, ids(tasks[1:]), 1, false)
 }
 
 // TestRunStopAndResume stops a run gracefully after its first task and
