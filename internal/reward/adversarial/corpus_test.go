@@ -362,3 +362,21 @@ func writeTable(t *testing.T, results []result) {
 		}
 	}
 }
+
+func TestFailing(t *testing.T) {
+	for reason, want := range map[string]bool{
+		"":         false,
+		"resolved": false,
+		"resolved (expected_output_json is empty and the log has no results)": false,
+		"patch did not apply: error: corrupt patch at line 3":                 false,
+		"tampered: conftest.py in the patch":                                  true,
+		"FAIL_TO_PASS failed: tests/test_add.py::test_add":                    true,
+		"tests failed: OMNIGRIL_EXIT_CODE=1":                                  true,
+		"no test results in the log":                                          true,
+		"eval timed out after 120 s":                                          true,
+	} {
+		if got := failing(reason); got != want {
+			t.Errorf("failing(%q) = %v, want %v", reason, got, want)
+		}
+	}
+}
