@@ -580,7 +580,10 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	defer closeBox()
 	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
 		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
-			return fail(agent.ExitSandboxError, err), nil
+			rec.ExitReason = string(agent.ExitSandboxError)
+			kind, _ := Classify(PhaseOpen, err)
+			rec.setError(StageAgent, kind, err)
+			return rec, nil
 		}
 	}
 	model, err := o.NewModel(s, t, workdir, o.Mode)
