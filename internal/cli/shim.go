@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -27,6 +28,11 @@ People never need to run it.`,
 		Example: `  # what the docker backend starts as the container's main process:
   /.swerve/swerve shim --listen /.swerve/run/shim.sock`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			// Nothing sent from inside the box ends the helper: not the
+			// signals that cancel other commands (see withSignals), nor any
+			// other catchable one. Its stream ending is what stops it.
+			defer shim.HoldSignals()()
+			ctx := context.WithoutCancel(cmd.Context())
 			s := &shim.Server{Software: "swerve " + version.String()}
 			if listen != "" {
 				// Not fatal: the client falls back to the main stream.
@@ -34,7 +40,7 @@ People never need to run it.`,
 					fmt.Fprintf(os.Stderr, "swerve shim: %v\n", err)
 				}
 			}
-			return s.Serve(cmd.Context(), os.Stdin, os.Stdout)
+			return s.Serve(ctx, os.Stdin, os.Stdout)
 		},
 	}
 	cmd.Flags().StringVar(&listen, "listen", "", "also serve on a unix socket at this path while stdin lasts")
