@@ -108,7 +108,7 @@ func firstLine(out string) (string, string, bool) {
 func Render(code int, timedOut bool, limitSec float64, out string) string {
 	var b strings.Builder
 	if timedOut {
-		fmt.Fprintf(&b, "<warning>The command did not finish within %.0f seconds and was killed, together with everything it started. Run long jobs with a smaller scope, or in the background with output sent to a file.</warning>\n", limitSec)
+		fmt.Fprintf(&b, "<warning>The command did not finish within %.0f seconds and was killed, together with everything it started. Narrow it down (fewer tests, a smaller input) so it finishes in time: nothing a command starts outlives it, background jobs included.</warning>\n", limitSec)
 	}
 	fmt.Fprintf(&b, "<returncode>%d</returncode>\n", code)
 	if len(out) <= ObservationLimit {
