@@ -1,0 +1,87 @@
+package reward_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/reward"
+)
+
+// hostBash runs script the way upstream harnesses do, `/bin/bash <file>`,
+// with stdout and stderr merged, and returns what it printed.
+func hostBash(t *testing.T, script string) string {
+	t.Helper()
+	dir := t.TempDir()
+	f := filepath.Join(dir, "eval.sh")
+	if err := os.WriteFile(f, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("/bin/bash", f)
+	cmd.Dir = dir
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// TestSealedRunMatchesBash: for honest scripts, the sealed run's log is
+// byte for byte what `/bin/bash eval.sh` prints, its exit status is the
+// script's, and the trusted trace lists exactly the lines bash traced.
+func TestSealedRunMatchesBash(t *testing.T) {
+	tests := []struct {
+		name     string
+		script   string
+		wantExit int
+		// wantTrace are the trusted lines' texts, in order.
+		wantTrace []string
+	}{
+		{"no trace", "echo hi\n", 0, nil},
+		{"swebench shape", "#!/bin/bash\nset -uxo pipefail\ncd .\n: '>>>>> Start Test Output'\necho 'test_a ... ok'\n: '>>>>> End Test Output'\n",
+			0, []string{"cd .", ": '>>>>> Start Test Output'", "echo 'test_a ... ok'", ": '>>>>> End Test Output'"}},
+		{"exit status", "set -x\nfalse\nexit 3\necho never\n", 3, []string{"false", "exit 3"}},
+		{"last command's status", "set -x\n( exit 7 )\n", 7, []string{"exit 7"}},
+		{"set +x", "set -x\n: one\nset +x\n: two\n", 0, []string{": one", "set +x"}},
+		{"heredoc", "set -x\ncat <<'EOF'\n+ : '>>>>> Start Test Output'\nEOF\n", 0, []string{"cat"}},
+		{"heredoc at the end without newline", "cat <<'EOF'\nlast\nEOF", 0, nil},
+		{"subshell and command substitution", "set -x\nx=$(echo a)\n( echo b )\n", 0, []string{"echo a", "x=a", "echo b"}},
+		{"multi-line value", "set -x\nx='a\nb'\n", 0, []string{"x='a"}},
+		{"set -u failure", "set -ux\necho $nope\necho never\n", 1, nil},
+		{"exec", "set -x\nexec bash -c 'exit 4'\n", 4, []string{"exec bash -c 'exit 4'"}},
+		{"own EXIT trap", "set -x\ntrap 'echo bye' EXIT\nexit 2\n", 2, []string{"trap 'echo bye' EXIT", "exit 2", "echo bye"}},
+		{"no trailing newline", "printf 'x'\n", 0, nil},
+		{"stderr and stdout", "set -x\necho out\necho err >&2\n", 0, []string{"echo out", "echo err"}},
+		{"function", "set -x\nf() { : in f; }\nf\n", 0, []string{"f", ": in f"}},
+	}
+	box := repoBox(t)
+	_, evalFile := reward.Paths(box)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run, err := reward.RunScript(context.Background(), box, ".", evalFile, tt.script, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.name != "set -u failure" { // bash names the file in that message
+				if want := hostBash(t, tt.script); run.Log != want {
+					t.Errorf("log\n%q\nwant what /bin/bash prints\n%q", run.Log, want)
+				}
+			}
+			if run.ExitCode != tt.wantExit || !run.Trace.Ended {
+				t.Errorf("exit %d (ended %v), want %d", run.ExitCode, run.Trace.Ended, tt.wantExit)
+			}
+			var got []string
+			for _, l := range run.Trace.Lines {
+				got = append(got, l.Text)
+				if run.Log[l.Start:l.End] != l.Text {
+					t.Errorf("trace line %q is %q in the log", l.Text, run.Log[l.Start:l.End])
+				}
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.wantTrace, "\n") {
+				t.Errorf("trusted lines %q, want %q", got, tt.wantTrace)
+			}
+		})
+	}
+}
+
