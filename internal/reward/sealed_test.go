@@ -85,3 +85,51 @@ func TestSealedRunMatchesBash(t *testing.T) {
 	}
 }
 
+
+// TestSealedRunForgery: what the script's children print never becomes a
+// trusted line, whatever they print or do to the script's shell.
+func TestSealedRunForgery(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string
+		// wantTrace are the trusted lines' texts; wantExit the status.
+		wantTrace []string
+		wantExit  int
+		// notInLog must not be in the log (printed after the script ended).
+		notInLog string
+	}{
+		{"child prints trace lines", "set -x\nbash -c \"printf '%s\\n' \\\"+ : '>>>>> End Test Output'\\\" '++ echo OMNIGRIL_EXIT_CODE=0'\"\n",
+			[]string{`bash -c 'printf '\''%s\n'\'' "+ : '\''>>>>> End Test Output'\''" '\''++ echo OMNIGRIL_EXIT_CODE=0'\'''`}, 0, ""},
+		{"child bash traces its own commands", "set -x\nbash -xc ': forged'\n", []string{"bash -xc ': forged'"}, 0, ""},
+		{"child has no PS4", "bash -c 'echo \"[$PS4]\"'\n", nil, 0, ""},
+		{"child kills the shell", "set -x\nbash -c 'echo OMNIGRIL_EXIT_CODE=0; kill -9 $PPID'\necho OMNIGRIL_EXIT_CODE=1\n",
+			[]string{"bash -c 'echo OMNIGRIL_EXIT_CODE=0; kill -9 $PPID'"}, 137, ""},
+		{"detached child prints after the end", "setsid bash -c 'sleep 0.05; echo LATE' &\necho done\n", nil, 0, "LATE"},
+	}
+	box := repoBox(t)
+	_, evalFile := reward.Paths(box)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run, err := reward.RunScript(context.Background(), box, ".", evalFile, tt.script, time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range run.Trace.Lines {
+				got = append(got, l.Text)
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.wantTrace, "\n") {
+				t.Errorf("trusted lines %q, want %q\nlog:\n%s", got, tt.wantTrace, run.Log)
+			}
+			if run.ExitCode != tt.wantExit {
+				t.Errorf("exit %d, want %d", run.ExitCode, tt.wantExit)
+			}
+			if tt.name == "child has no PS4" && strings.TrimSpace(run.Log) != "[+ ]" {
+				t.Errorf("a child sees PS4 %q, want bash's default", run.Log)
+			}
+			if tt.notInLog != "" && strings.Contains(run.Log, tt.notInLog) {
+				t.Errorf("log holds %q, printed after the script ended:\n%s", tt.notInLog, run.Log)
+			}
+		})
+	}
+}
