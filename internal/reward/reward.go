@@ -118,7 +118,7 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 	if err != nil {
 		return nil, err
 	}
-	log, tr, code := parseSealed(string(res.Output), nonce)
+	log, tr, code := ParseSealed(string(res.Output), nonce)
 	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr}
 	if res.TimedOut {
 		run.ExitCode = -1

@@ -22,11 +22,14 @@ import (
 // the unexported variables and cannot learn the nonce, so they cannot
 // print a line bash would have traced, nor the end line.
 //
-// From the raw output, parseSealed produces the log upstream tools would
+// From the raw output, ParseSealed produces the log upstream tools would
 // have written (each "+<nonce>" removed, which turns "++<nonce> " into the
 // "+ " of `bash /eval.sh`), cut before the end line: anything printed after
 // it was printed after the script ended. It also lists the trusted trace
 // lines, which graders anchor their verdicts on.
+//
+// The runner's own stderr goes to /dev/null (the script's is restored), so
+// bash's notice of a script killed by a signal is not added to the log.
 //
 // The script runs with `source`, so $0 and ${BASH_SOURCE[0]} are the
 // script's path, as they are for `bash /eval.sh`. Differences that remain:
@@ -34,7 +37,8 @@ import (
 // instead of being an error.
 const sealedRunner = `set +xa; IFS= read -r n || exit 125; exec </dev/null; ` +
 	`PS4="+$n "; declare +x PS4 n; unset BASH_XTRACEFD; ` +
-	`( source "$0" ); c=$?; printf '\n%s end %d\n' "$n" "$c"`
+	`exec 3>&2 2>/dev/null; ( exec 2>&3 3>&-; source "$0" ); c=$?; ` +
+	`printf '\n%s end %d\n' "$n" "$c"`
 
 // Trace is what bash itself traced during a sealed run: the only lines of
 // the log that code under test cannot have written.
@@ -79,9 +83,9 @@ func newNonce() string {
 	return hex.EncodeToString(b[:])
 }
 
-// parseSealed turns the raw output of a sealed run into the upstream log,
+// ParseSealed turns the raw output of a sealed run into the upstream log,
 // the trusted trace and the script's exit status (-1 when no end line).
-func parseSealed(raw, nonce string) (log string, tr *Trace, exitCode int) {
+func ParseSealed(raw, nonce string) (log string, tr *Trace, exitCode int) {
 	tr = &Trace{}
 	exitCode = -1
 	// The end line: the runner prints "\n<nonce> end <n>\n"; the "\n" it
