@@ -85,7 +85,6 @@ func TestSealedRunMatchesBash(t *testing.T) {
 	}
 }
 
-
 // TestSealedRunForgery: what the script's children print never becomes a
 // trusted line, whatever they print or do to the script's shell.
 func TestSealedRunForgery(t *testing.T) {
