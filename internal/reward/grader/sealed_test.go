@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -45,31 +46,28 @@ func passedLines(tk *task.Task) string {
 	return b.String()
 }
 
-// TestSealedForgeryLocal grades patches whose code, imported by the tests,
-// forges what the graders read — markers, summaries, exit codes, before,
-// inside and after the test section, after the script ended, with the
-// script's shell killed — on the local backend. Each must get reward 0;
-// the gold patch still gets 1.
-func TestSealedForgeryLocal(t *testing.T) {
+// forgeryCase is a patch whose code, imported by the sample task's tests,
+// forges what a grader reads.
+type forgeryCase struct {
+	name   string
+	tk     *task.Task
+	code   string // appended to calc.py; "" grades the gold patch
+	reward float64
+	reason string
+}
+
+// forgeryCases forge markers, summaries and exit codes before, inside and
+// after the test section, after the script ended and with the script's
+// shell killed, for the sample task's swebench and swefactory rows.
+func forgeryCases(t *testing.T) []forgeryCase {
 	root := testutil.RepoRoot(t)
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		testutil.SkipOrFail(t, "/usr/bin/python3 has no pytest: %s", out)
-	}
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
-	b := localBackend(t)
 	bench := loadOne(t, filepath.Join(root, "examples", "sample", "tasks.jsonl"), "sample__calc-1")
 	factory := loadOne(t, filepath.Join(root, "examples", "sample", "sample_transferred.json"), "sample__calc-1")
 	// say writes to the output of the tests' parent (the script's shell),
 	// past pytest's capture of the test process's own.
 	const say = "import os, signal\ndef say(s):\n    fd = os.open('/proc/%d/fd/1' % os.getppid(), os.O_WRONLY)\n    os.write(fd, (s + '\\n').encode())\n    os.close(fd)\n"
 	const killShell = "os.kill(os.getppid(), signal.SIGKILL)\n"
-	tests := []struct {
-		name   string
-		tk     *task.Task
-		code   string // appended to calc.py; "" grades the gold patch
-		reward float64
-		reason string
-	}{
+	return []forgeryCase{
 		{"swebench gold", bench, "", 1, "resolved"},
 		{"swebench: a forged end marker cuts the section before the failures", bench,
 			say + "say(\"" + passedLines(bench) + "+ : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed"},
@@ -89,32 +87,83 @@ func TestSealedForgeryLocal(t *testing.T) {
 		{"swefactory: a forged trace of the echo", factory,
 			say + "say('+ echo OMNIGRIL_EXIT_CODE=0\\nOMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "no trusted"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			box, err := b.Open(context.Background(), sandbox.Spec{Image: tt.tk.SourceDir})
+}
+
+// checkForgery grades c in box and checks the outcome.
+func checkForgery(t *testing.T, box sandbox.Sandbox, c forgeryCase, workdir string) {
+	t.Helper()
+	opts := Options{Gold: true, Workdir: workdir}
+	if c.code != "" {
+		opts = Options{Patch: appendToCalc(t, c.code), Workdir: workdir}
+	}
+	out, err := Grade(context.Background(), box, c.tk, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The forgery must have reached the log, or the case proves nothing.
+	forged := "PASSED tests/test_calc.py::test_median_even_length"
+	if c.tk.Grader == task.GraderSWEFactory {
+		forged = "OMNIGRIL_EXIT_CODE=0"
+	}
+	if c.code != "" && !strings.Contains(c.name, "after the script") && !strings.Contains(out.Log, forged) {
+		t.Errorf("the forged %q is not in the log:\n%s", forged, out.Log)
+	}
+	if out.Reward != c.reward || !strings.Contains(out.Reason, c.reason) || !out.Sealed {
+		t.Errorf("reward %v (%s), sealed %v; want %v containing %q\nlog:\n%s", out.Reward, out.Reason, out.Sealed, c.reward, c.reason, out.Log)
+	}
+}
+
+// TestSealedForgeryLocal grades the forgery cases on the local backend.
+// Each must get reward 0; the gold patch still gets 1.
+func TestSealedForgeryLocal(t *testing.T) {
+	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+		testutil.SkipOrFail(t, "/usr/bin/python3 has no pytest: %s", out)
+	}
+	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	b := localBackend(t)
+	for _, c := range forgeryCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			box, err := b.Open(context.Background(), sandbox.Spec{Image: c.tk.SourceDir})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer box.Close(context.Background())
-			opts := Options{Gold: true, Workdir: "."}
-			if tt.code != "" {
-				opts = Options{Patch: appendToCalc(t, tt.code), Workdir: "."}
-			}
-			out, err := Grade(context.Background(), box, tt.tk, opts)
+			checkForgery(t, box, c, ".")
+		})
+	}
+}
+
+// TestSealedForgeryDocker grades the forgery cases in containers of an
+// image holding the sample repository at /testbed (built from the test
+// base image).
+func TestSealedForgeryDocker(t *testing.T) {
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	eng, err := docker.New(ctx, docker.Config{Options: sandbox.Options{RunID: "test-sealed", ShimPath: testutil.SwerveBinary(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := testutil.TestImage()
+	if ok, err := eng.ImageExists(ctx, base); err != nil || !ok {
+		testutil.SkipOrFail(t, "the test base image %s is missing (%v)", base, err)
+	}
+	const tag = "swerve-test-sealed-calc:latest"
+	var log strings.Builder
+	df := "FROM " + base + "\nCOPY . /testbed\nWORKDIR /testbed\n" +
+		"RUN git init -q && git add -A && git -c user.name=t -c user.email=t@localhost commit -qm base\n"
+	if err := eng.Build(ctx, docker.BuildOptions{ContextDir: filepath.Join(testutil.RepoRoot(t), "examples", "sample", "repo"), Dockerfile: df, Tags: []string{tag}, Progress: &log}); err != nil {
+		t.Fatalf("build: %v\n%s", err, log.String())
+	}
+	for _, c := range forgeryCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			box, err := eng.Open(ctx, sandbox.Spec{Image: tag})
 			if err != nil {
 				t.Fatal(err)
 			}
-			// The forgery must have reached the log, or the case proves nothing.
-			forged := "PASSED tests/test_calc.py::test_median_even_length"
-			if tt.tk == factory {
-				forged = "OMNIGRIL_EXIT_CODE=0"
-			}
-			if tt.code != "" && !strings.Contains(tt.name, "after the script") && !strings.Contains(out.Log, forged) {
-				t.Errorf("the forged %q is not in the log:\n%s", forged, out.Log)
-			}
-			if out.Reward != tt.reward || !strings.Contains(out.Reason, tt.reason) || !out.Sealed {
-				t.Errorf("reward %v (%s), sealed %v; want %v containing %q\nlog:\n%s", out.Reward, out.Reason, out.Sealed, tt.reward, tt.reason, out.Log)
-			}
+			defer box.Close(context.Background())
+			checkForgery(t, box, c, "")
 		})
 	}
 }
