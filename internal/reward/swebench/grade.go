@@ -5,6 +5,13 @@
 //
 // Evaluate grades a log that already exists; Run produces one in a fresh
 // box and grades it. Report renders the harness's report.json.
+//
+// Run runs the eval script sealed (reward.RunScript) after adding the 5.x
+// harness's exit-code recording to it (RecordTestExitCode), and Evaluate
+// then takes the test section and the exit code only from what bash itself
+// traced (Options.Trace): markers, results summaries or exit-code lines
+// printed by the code under test move nothing. For honest runs the report
+// is the harness's. Logs made elsewhere are read as statusFromLog says.
 package swebench
 
 import (
