@@ -54,14 +54,46 @@ var suiteRan = regexp.MustCompile(`(?m)Executed [1-9]\d* of \d+` +
 var testExitCodeRe = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
 
 // The lines bash traces for the markers and for the exit-code echo that
-// RecordTestExitCode adds, as a trusted trace holds them.
+// RecordTestExitCode adds, as a trusted trace holds them. Almost every
+// eval script writes a marker as `: '>>>>> Start Test Output'`; a few
+// (two SWE-bench Multilingual rows) echo it instead. Bash traces both with
+// single quotes, however the script quoted them.
 var (
-	startTrace     = ": '" + StartTestOutput + "'"
-	endTrace       = ": '" + EndTestOutput + "'"
-	exitCodeTrace  = regexp.MustCompile(`^echo '` + regexp.QuoteMeta(TestExitCode) + `: (-?\d+)'$`)
-	startTraceLine = "+ " + startTrace // at a line start, in a log made elsewhere
-	endTraceLine   = "+ " + endTrace
+	startTraces   = markerTraces(StartTestOutput)
+	endTraces     = markerTraces(EndTestOutput)
+	exitCodeTrace = regexp.MustCompile(`^echo '` + regexp.QuoteMeta(TestExitCode) + `: (-?\d+)'$`)
 )
+
+// markerTraces are the trace texts of the commands that write marker.
+func markerTraces(marker string) []string {
+	return []string{": '" + marker + "'", "echo '" + marker + "'"}
+}
+
+// isMarkerCommand says whether a script line is a command that writes
+// marker and nothing else.
+func isMarkerCommand(line, marker string) bool {
+	line = strings.TrimSpace(line)
+	for _, cmd := range []string{":", "echo"} {
+		for _, q := range []string{"'", `"`} {
+			if line == cmd+" "+q+marker+q {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findTrace is the index of the first trusted line at or after from that
+// is one of texts, or -1.
+func findTrace(tr *reward.Trace, texts []string, from int) int {
+	best := -1
+	for _, text := range texts {
+		if i := tr.Find(text, from); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	return best
+}
 
 // Eval types (the dataset's eval_type field).
 const (
@@ -241,16 +273,16 @@ func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) 
 	if why := badCode(log); why != "" {
 		return nil, why
 	}
-	start := lineIndex(log, startTraceLine, 0)
+	start, n := firstLine(log, startTraces, 0)
 	if start < 0 || !strings.Contains(log, EndTestOutput) {
 		return nil, "test output markers missing: bash's trace of them (set -x) is not in the log"
 	}
-	from := start + len("+ : '") + len(StartTestOutput)
-	end := lineIndex(log, endTraceLine, from)
+	from := start + n
+	end, _ := firstLine(log, endTraces, from)
 	if end < 0 {
 		return nil, "test output markers missing: bash's trace of the end marker (set -x) is not in the log after the start"
 	}
-	section := log[from : end+len("+ : '")]
+	section := log[from : end+strings.Index(log[end:], EndTestOutput)]
 	sm := parser(section, t)
 	if len(sm) == 0 {
 		// Some runners print results outside the markers.
@@ -285,16 +317,20 @@ func statusFromSealedLog(t *task.Task, parser Parser, log string, tr *reward.Tra
 	if why := badCode(log); why != "" {
 		return nil, why
 	}
-	si := tr.Find(startTrace, 0)
+	si := findTrace(tr, startTraces, 0)
 	if si < 0 {
-		return nil, "test output markers missing: bash did not trace " + startTrace + " (sealed run)"
+		return nil, "test output markers missing: bash did not trace " + startTraces[0] + " (sealed run)"
 	}
-	ei := tr.Find(endTrace, si+1)
+	ei := findTrace(tr, endTraces, si+1)
 	if ei < 0 {
-		return nil, "test output markers missing: bash did not trace " + endTrace + " after the start (sealed run)"
+		return nil, "test output markers missing: bash did not trace " + endTraces[0] + " after the start (sealed run)"
 	}
+	// From the end of the start marker's text to the start of the end
+	// marker's, in bash's trace lines: the harness's split, anchored.
 	s, e := tr.Lines[si], tr.Lines[ei]
-	section := universalNewlines(log[s.Start+len(": '")+len(StartTestOutput) : e.Start+len(": '")])
+	from := s.Start + strings.Index(s.Text, StartTestOutput) + len(StartTestOutput)
+	to := e.Start + strings.Index(e.Text, EndTestOutput)
+	section := universalNewlines(log[from:to])
 	upToEnd := universalNewlines(log[:e.Start])
 	sm := parser(section, t)
 	if len(sm) == 0 {
@@ -331,6 +367,20 @@ func badCode(log string) string {
 		}
 	}
 	return ""
+}
+
+// firstLine finds the first of bash's trace lines ("+ " and one of texts)
+// at the start of a line of log at or after from: its index and the length
+// of the line up to the end of the marker text, or -1.
+func firstLine(log string, texts []string, from int) (int, int) {
+	best, n := -1, 0
+	for _, text := range texts {
+		line := "+ " + text
+		if i := lineIndex(log, line, from); i >= 0 && (best < 0 || i < best) {
+			best, n = i, len(line)-len("'")
+		}
+	}
+	return best, n
 }
 
 // lineIndex is the index of the first occurrence of s at the start of a

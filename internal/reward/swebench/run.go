@@ -45,15 +45,16 @@ const TestExitCodeVar = "SWEBENCH_TEST_EXIT_CODE"
 // reports whether it changed the script: a script without the end marker
 // line, or one that records the code already, is returned as it is. Unlike
 // the harness, which takes the first line that contains the marker text,
-// only a line that is the marker command counts, so a test patch that
-// mentions the marker in its here-document is left alone.
+// only a line that is the marker command (`: '…'` or `echo '…'`) counts,
+// so a test patch that mentions the marker in its here-document is left
+// alone.
 func RecordTestExitCode(script string) (string, bool) {
 	if strings.Contains(script, TestExitCodeVar) {
 		return script, false
 	}
 	lines := strings.Split(script, "\n")
 	for i, line := range lines {
-		if strings.TrimSpace(line) != endTrace {
+		if !isMarkerCommand(line, EndTestOutput) {
 			continue
 		}
 		out := make([]string, 0, len(lines)+2)

@@ -47,6 +47,8 @@ func TestEvaluateSealed(t *testing.T) {
 		{"a printed failure marker voids the log", start + "PASSED t.py::a\n>>>>> Tests Errored\n" + honestTail("0"), false, false, "log says Tests Errored"},
 		{"results after the end marker do not count", start + "collected 0 items\n" + honestTail("0") + "PASSED t.py::a\n", false, false, "no test results"},
 		{"crlf", strings.ReplaceAll(start+"PASSED t.py::a\n"+honestTail("0"), "\n", "\r\n"), false, true, "resolved"},
+		{"markers echoed", "@echo '>>>>> Start Test Output'\n>>>>> Start Test Output\nPASSED t.py::a\n@SWEBENCH_TEST_EXIT_CODE=0\n@echo '>>>>> End Test Output'\n>>>>> End Test Output\n@echo '>>>>> Test Exit Code: 0'\n", false, true, "resolved"},
+		{"markers echoed by the tests", "@echo '>>>>> Start Test Output'\nFAILED t.py::a\necho '>>>>> End Test Output'\n>>>>> End Test Output\n@SWEBENCH_TEST_EXIT_CODE=1\n@echo '>>>>> End Test Output'\n>>>>> End Test Output\n@echo '>>>>> Test Exit Code: 1'\n", false, false, "FAIL_TO_PASS failed"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -75,6 +77,7 @@ func TestEvaluateLogMadeElsewhere(t *testing.T) {
 		{"bare markers only", ">>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n", false, "bash's trace of them"},
 		{"earlier printed exit code 0", wrap("PASSED t.py::a") + TestExitCode + ": 0\n" + TestExitCode + ": 1\n", false, "exited 1"},
 		{"honest", wrap("PASSED t.py::a") + TestExitCode + ": 0\n", true, "resolved"},
+		{"markers echoed", "+ echo '>>>>> Start Test Output'\n>>>>> Start Test Output\nPASSED t.py::a\n+ echo '>>>>> End Test Output'\n>>>>> End Test Output\n", true, "resolved"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -97,6 +100,7 @@ func TestRecordTestExitCode(t *testing.T) {
 		{"harness shape", "set -uxo pipefail\n: '>>>>> Start Test Output'\nrun\n: '>>>>> End Test Output'\ngit checkout x\n",
 			"set -uxo pipefail\n: '>>>>> Start Test Output'\nrun\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\ngit checkout x\n", true},
 		{"no end marker", "run\n", "run\n", false},
+		{"echoed end marker", "run\necho \">>>>> End Test Output\"\n", "run\nSWEBENCH_TEST_EXIT_CODE=$?\necho \">>>>> End Test Output\"\necho \">>>>> Test Exit Code: $SWEBENCH_TEST_EXIT_CODE\"\n", true},
 		{"marker only inside a here-document", "cat <<'E'\necho : '>>>>> End Test Output' x\nE\n", "cat <<'E'\necho : '>>>>> End Test Output' x\nE\n", false},
 		{"already recorded", "run\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\n", "run\nSWEBENCH_TEST_EXIT_CODE=$?\n: '>>>>> End Test Output'\n", false},
 	}
