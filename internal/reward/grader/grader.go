@@ -224,9 +224,11 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		tk := t
 		if t.EvalScript == "" && t.Dialect == task.DialectR2E {
 			// R2E-Gym's copies of SWE-bench carry no eval script: their
-			// images keep it at /run_tests.sh, which R2E-Gym runs.
+			// images keep it at /run_tests.sh, which R2E-Gym runs. It is
+			// sourced, not run, so that its trace is the sealed run's own
+			// (a child bash's would not be trusted).
 			c := *t
-			c.EvalScript = "bash /run_tests.sh\n"
+			c.EvalScript = "source /run_tests.sh\n"
 			tk = &c
 		}
 		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
