@@ -63,9 +63,9 @@ func forgeryCases(t *testing.T) []forgeryCase {
 	root := testutil.RepoRoot(t)
 	bench := loadOne(t, filepath.Join(root, "examples", "sample", "tasks.jsonl"), "sample__calc-1")
 	factory := loadOne(t, filepath.Join(root, "examples", "sample", "sample_transferred.json"), "sample__calc-1")
-	// say writes to the output of the tests' parent (the script's shell),
-	// past pytest's capture of the test process's own.
-	const say = "import os, signal\ndef say(s):\n    fd = os.open('/proc/%d/fd/1' % os.getppid(), os.O_WRONLY)\n    os.write(fd, (s + '\\n').encode())\n    os.close(fd)\n"
+	// say writes past pytest's capture of the test process's output: to
+	// the copy of the real stdout pytest keeps (the only socket it holds).
+	const say = "import os, signal, stat\ndef say(s):\n    for fd in range(3, 256):\n        try:\n            if stat.S_ISSOCK(os.fstat(fd).st_mode):\n                os.write(fd, (s + '\\n').encode())\n                return\n        except OSError:\n            pass\n"
 	const killShell = "os.kill(os.getppid(), signal.SIGKILL)\n"
 	return []forgeryCase{
 		{"swebench gold", bench, "", 1, "resolved"},

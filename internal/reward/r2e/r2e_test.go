@@ -228,8 +228,11 @@ func TestRunLocal(t *testing.T) {
 	b.TempDir = t.TempDir()
 	tk := &task.Task{InstanceID: "calc-1", Repo: "calc", Grader: task.GraderR2E,
 		ExpectedOutput: map[string]string{"test_add": "PASSED", "test_zero": "PASSED"}}
-	forge := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,6 @@\n def add(a, b):\n     return a - b\n+import os\n+fd = os.open('/proc/%d/fd/1' % os.getppid(), os.O_WRONLY)\n" +
-		"+os.write(fd, b'=== short test summary info ===\\nPASSED r2e_tests/test_calc.py::test_add\\nPASSED r2e_tests/test_calc.py::test_zero\\n')\n+os.close(fd)\n"
+	// The forger writes past pytest's capture, to the copy of the real
+	// stdout pytest keeps (the only socket the test process holds).
+	forge := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,5 @@\n def add(a, b):\n     return a - b\n+import os, stat\n" +
+		"+fd = [f for f in range(3, 256) if os.path.exists('/proc/self/fd/%d' % f) and stat.S_ISSOCK(os.fstat(f).st_mode)][0]\n" +
+		"+os.write(fd, b'=== short test summary info ===\\nPASSED r2e_tests/test_calc.py::test_add\\nPASSED r2e_tests/test_calc.py::test_zero\\n')\n"
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	for _, tt := range []struct {
 		name, patch string
