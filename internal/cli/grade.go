@@ -82,7 +82,7 @@ else its image name, as upstream runtimes decide it:
 
   swebench    the SWE-bench harness (5.x): the eval script's test section, the
               row's log parser, FAIL_TO_PASS / PASS_TO_PASS; prints report.json
-  swefactory  the OMNIGRIL_EXIT_CODE=<n> line the eval script prints; 0 resolves
+  swefactory  the OMNIGRIL_EXIT_CODE=<n> the eval script echoes; 0 resolves
   r2e         R2E-Gym: run_tests.sh's pytest summary must equal the row's
               expected_output_json
   swesmith    SWE-smith's harness: its test command over the FAIL_TO_PASS files,
@@ -97,6 +97,13 @@ Harbor task's solution/solve.sh) it opens a fresh box from the task's image,
 applies the patch as the harness does (git apply, then --3way, --reject, then
 patch --fuzz=5), runs the tests under --eval_timeout, and grades the output.
 An empty patch file runs the tests on the unpatched repository.
+
+In a box the eval script runs sealed: bash's own trace of it carries a
+random nonce the tests never see, and every verdict is read from those
+trace lines (the test-section markers, the exit code, SWE-Factory's echo),
+so markers the code under test prints count for nothing. A log given with
+--log carries no such proof: it is read as the harness reads it, anchored
+on the markers' "+ : '>>>>> ...'" trace lines.
 
 The verdict and its reason go to stderr; the exit code is 0 when resolved,
 1 when not, and 3 when the task could not be graded (a box that would not

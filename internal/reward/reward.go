@@ -80,29 +80,48 @@ func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch 
 
 // ScriptRun is the outcome of RunScript.
 type ScriptRun struct {
-	// Log is the script's merged output, with the harness's timeout note
-	// appended when it timed out.
+	// Log is the script's merged output as `/bin/bash <file>` would have
+	// printed it (see Trace), with the harness's timeout note appended when
+	// it timed out.
 	Log      string
 	TimedOut bool
+	// ExitCode is the script's own exit status; -1 when it is not known
+	// (the run timed out or the runner was killed).
 	ExitCode int
 	Duration time.Duration
+	// Trace is what bash itself traced: the lines graders anchor their
+	// verdicts on. Never nil.
+	Trace *Trace
 }
 
-// RunScript writes script to file and runs it with bash in dir, killing it
-// and everything it started after timeout (DefaultEvalTimeout when zero).
+// RunScript writes script to file and runs it with bash in dir, sealed (see
+// sealedRunner): the script's trace lines carry a nonce the code under test
+// cannot know, so the returned Trace lists only what bash itself traced,
+// and ExitCode is the script's own status. It kills the script and
+// everything it started after timeout (DefaultEvalTimeout when zero).
 func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration) (*ScriptRun, error) {
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
 	}
+	if !strings.Contains(file, "/") {
+		file = "./" + file // source searches PATH for a bare name
+	}
 	if err := box.WriteFile(ctx, file, []byte(script), 0o755); err != nil {
 		return nil, err
 	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", file}, Cwd: dir, Timeout: timeout, MaxOutput: MaxLog})
+	nonce := newNonce()
+	res, err := box.Exec(ctx, sandbox.ExecRequest{
+		Cmd:   []string{"/bin/bash", "-c", sealedRunner, file},
+		Stdin: []byte(nonce + "\n"),
+		Cwd:   dir, Timeout: timeout, MaxOutput: MaxLog,
+	})
 	if err != nil {
 		return nil, err
 	}
-	run := &ScriptRun{Log: string(res.Output), TimedOut: res.TimedOut, ExitCode: res.ExitCode, Duration: res.Duration}
+	log, tr, code := ParseSealed(string(res.Output), nonce)
+	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr}
 	if res.TimedOut {
+		run.ExitCode = -1
 		run.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
 	}
 	return run, nil
@@ -118,12 +137,17 @@ type Attempt struct {
 	ApplyFailed bool // no apply command took the patch; the script did not run
 	TimedOut    bool
 	Duration    time.Duration
+	// ScriptExit is the eval script's own exit status, -1 when unknown.
+	ScriptExit int
+	// Trace is what bash traced of the eval script (RunScript); nil when
+	// the script did not run.
+	Trace *Trace
 }
 
 // AttemptOptions configure Try.
 type AttemptOptions struct {
 	Patch       string        // empty: run the script on the unpatched repository
-	Script      string        // the eval script, run unchanged
+	Script      string        // the eval script, run sealed (RunScript)
 	EvalTimeout time.Duration // zero: DefaultEvalTimeout
 	Workdir     string        // empty: Workdir (/testbed); ".": the box's own directory
 }
@@ -138,7 +162,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 		dir = Workdir
 	}
 	patchFile, evalFile := Paths(box)
-	a := &Attempt{}
+	a := &Attempt{ScriptExit: -1}
 	if opts.Patch != "" {
 		applied, applyLog, err := ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
 		if err != nil {
@@ -155,6 +179,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 		return nil, fmt.Errorf("run eval script: %w", err)
 	}
 	a.Log, a.TimedOut, a.Duration = run.Log, run.TimedOut, time.Since(start)
+	a.ScriptExit, a.Trace = run.ExitCode, run.Trace
 	return a, nil
 }
 

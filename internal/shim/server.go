@@ -273,7 +273,7 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	// Our own pipes rather than os/exec's copying goroutines: those make
 	// Wait hang on a pipe a background process holds, and WaitDelay then
 	// throws away output not yet read.
-	outR, outW, err := os.Pipe()
+	outR, outW, err := outputPipe()
 	if err != nil {
 		resp.Err, resp.ErrKind = "exec: "+err.Error(), KindOther
 		return nil

@@ -44,6 +44,12 @@ type Outcome struct {
 	ApplyFailed bool          `json:"apply_failed,omitempty"`
 	TimedOut    bool          `json:"timed_out,omitempty"`
 	Duration    time.Duration `json:"-"`
+	// ExitCode is the eval script's own exit status (-1 when it did not
+	// run, timed out or was killed with its runner, and for GradeLog).
+	ExitCode int `json:"exit_code"`
+	// Sealed says the verdict was read from a sealed run (reward.RunScript):
+	// anchored on what bash itself traced, not on lines the tests can print.
+	Sealed bool `json:"sealed"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -118,7 +124,7 @@ func GradeLog(t *task.Task, force, log string) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Outcome{InstanceID: t.InstanceID, Grader: g}
+	out := &Outcome{InstanceID: t.InstanceID, Grader: g, ExitCode: -1}
 	switch g {
 	case task.GraderSWEBench:
 		r, err := swebench.Evaluate(t, log, swebench.Options{})
@@ -218,9 +224,11 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		tk := t
 		if t.EvalScript == "" && t.Dialect == task.DialectR2E {
 			// R2E-Gym's copies of SWE-bench carry no eval script: their
-			// images keep it at /run_tests.sh, which R2E-Gym runs.
+			// images keep it at /run_tests.sh, which R2E-Gym runs. It is
+			// sourced, not run, so that its trace is the sealed run's own
+			// (a child bash's would not be trusted).
 			c := *t
-			c.EvalScript = "bash /run_tests.sh\n"
+			c.EvalScript = "source /run_tests.sh\n"
 			tk = &c
 		}
 		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
@@ -259,6 +267,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		a = rr.Attempt
 	}
 	out.Log, out.ApplyFailed, out.TimedOut, out.Duration = a.Log, a.ApplyFailed, a.TimedOut, a.Duration
+	out.ExitCode, out.Sealed = a.ScriptExit, a.Trace != nil
 	// One wording for the outcomes every grader shares.
 	switch {
 	case a.ApplyFailed:

@@ -16,7 +16,21 @@
 //   - an empty or unreadable reward file is a failed verification.
 //
 // Harbor stops at a verification it cannot read; swerve gives reward 0 and
-// says why. A reward of exactly 1 counts as resolved.
+// says why. A reward of exactly 1 counts as resolved. swerve is stricter in
+// one place: when reward.json has a "reward" and reward.txt exists too,
+// they must agree (Harbor reads reward.json alone); disagreeing files are a
+// failed verification.
+//
+// Run runs test.sh sealed (reward.RunScript), with the verifier directory
+// emptied first, so no reward file from before the run counts. What stays
+// open: the verdict is the file test.sh writes, and the code under test
+// runs as the same user in the same box while test.sh runs; it can write
+// the reward files itself. A test.sh that writes its reward
+// unconditionally after the tests (as Harbor's templates do) overwrites
+// such a write, and a detached writer is killed when test.sh ends; a
+// test.sh that writes a file only on failure, or that sources files the
+// patch can change, can be fooled. The canary tests and the patch check
+// are the defence there.
 package harbor
 
 import (
@@ -76,6 +90,16 @@ func ReadReward(r *Result, f Files) {
 		if err != nil {
 			r.Reason = err.Error()
 			return
+		}
+		if v, ok := rewards["reward"]; ok && f.Text != nil {
+			// Both files name the reward: they must agree. A test that
+			// writes one of them itself leaves them disagreeing.
+			if tv, err := parseRewardText(f.Text); err != nil || tv != v {
+				r.Rewards = rewards
+				r.Reason = fmt.Sprintf("%s and %s disagree: reward %s and %s", RewardJSON, RewardText,
+					strconv.FormatFloat(v, 'g', -1, 64), strings.TrimSpace(string(f.Text)))
+				return
+			}
 		}
 		if _, ok := rewards["reward"]; !ok && f.Text != nil {
 			if v, err := parseRewardText(f.Text); err == nil {

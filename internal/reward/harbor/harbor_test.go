@@ -2,6 +2,7 @@ package harbor
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,11 @@ func TestReadReward(t *testing.T) {
 		{"text empty", Files{Text: b("")}, 0, RewardText, nil, "reward.txt is empty"},
 		{"text nan", Files{Text: b("nan")}, 0, RewardText, nil, "not a finite number"},
 		{"json reward key", Files{JSON: b(`{"reward": 1.0, "tests": 5, "ok": true, "name": "x"}`)}, 1, RewardJSON, map[string]float64{"reward": 1, "tests": 5}, "resolved"},
-		{"json wins over text", Files{JSON: b(`{"reward": 0.5}`), Text: b("1")}, 0.5, RewardJSON, map[string]float64{"reward": 0.5}, "tests failed: reward 0.5 from reward.json"},
+		{"json and text agree", Files{JSON: b(`{"reward": 1}`), Text: b("1.0\n")}, 1, RewardJSON, map[string]float64{"reward": 1}, "resolved"},
+		// Harbor reads reward.json alone; swerve fails files that disagree.
+		{"json and text disagree", Files{JSON: b(`{"reward": 0.5}`), Text: b("1")}, 0, RewardJSON, map[string]float64{"reward": 0.5}, "reward.json and reward.txt disagree: reward 0.5 and 1"},
+		{"json 1, text forged 0", Files{JSON: b(`{"reward": 1}`), Text: b("0")}, 0, RewardJSON, map[string]float64{"reward": 1}, "reward.json and reward.txt disagree"},
+		{"json 1, text not a number", Files{JSON: b(`{"reward": 1}`), Text: b("yes")}, 0, RewardJSON, map[string]float64{"reward": 1}, "reward.json and reward.txt disagree"},
 		{"json only number", Files{JSON: b(`{"score": 1, "ok": false}`)}, 1, RewardJSON, map[string]float64{"score": 1}, "resolved"},
 		{"json without reward takes the text's", Files{JSON: b(`{"a": 0.1, "b": 0.2}`), Text: b("1\n")}, 1, RewardJSON, map[string]float64{"a": 0.1, "b": 0.2, "reward": 1}, "resolved"},
 		{"json several numbers", Files{JSON: b(`{"b": 0.2, "a": 0.1}`)}, 0, RewardJSON, map[string]float64{"a": 0.1, "b": 0.2}, "reward.json holds 2 numbers (a, b) and none is named reward"},
@@ -194,4 +199,55 @@ func TestRunLocal(t *testing.T) {
 			t.Errorf("reward.txt in the given directory: %q, %v", got, err)
 		}
 	})
+}
+
+// TestRunSealed: test.sh runs sealed with $0 and BASH_SOURCE as under
+// `bash /tests/test.sh`, and reward files left in the verifier directory
+// before the run do not count.
+func TestRunSealed(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tests"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tests", "data.txt"), []byte("fixed\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tests", TestScript), []byte(`#!/bin/bash
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+[ "$here/test.sh" -ef "$0" ] || { echo "bad \$0: $0"; exit 1; }
+if grep -q fixed "$here/data.txt" && [ -f fixed.txt ]; then echo 1 > /logs/verifier/reward.txt; fi
+exit 4
+`), 0o755)
+	tk := &task.Task{InstanceID: "sealed-1", TaskDir: dir}
+	b, err := local.New(sandbox.Options{ShimPath: testutil.SwerveBinary(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.TempDir = t.TempDir()
+	fix := "diff --git a/fixed.txt b/fixed.txt\nnew file mode 100644\n--- /dev/null\n+++ b/fixed.txt\n@@ -0,0 +1 @@\n+yes\n"
+	for _, tt := range []struct {
+		name, patch string
+		want        float64
+		reason      string
+	}{
+		{"fix", fix, 1, "resolved"},
+		{"stale reward files", "", 0, "no reward file"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			box, err := b.Open(context.Background(), sandbox.Spec{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(context.Background())
+			verifier := layoutFor(box, "").verifier
+			for name, body := range map[string]string{RewardText: "1\n", RewardJSON: `{"reward": 1}`, "junk/x": "x"} {
+				if err := box.WriteFile(context.Background(), filepath.Join(verifier, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rr, err := Run(context.Background(), box, tk, RunOptions{Patch: tt.patch})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rr.Reward != tt.want || !strings.HasPrefix(rr.Reason, tt.reason) || rr.ExitCode != 4 || rr.Trace == nil {
+				t.Errorf("reward %v (%s), exit %d; want %v %q, exit 4\nlog:\n%s", rr.Reward, rr.Reason, rr.ExitCode, tt.want, tt.reason, rr.Log)
+			}
+		})
+	}
 }

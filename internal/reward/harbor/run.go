@@ -116,7 +116,9 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		}
 		fmt.Fprintf(&log, "$ bash %s/solve.sh (exit %d)\n%s\n$ bash %s/%s\n", l.solution, res.ExitCode, res.Output, l.tests, TestScript)
 	}
-	prep := fmt.Sprintf("mkdir -p %s && rm -f %s %s", quote(l.verifier), quote(path.Join(l.verifier, RewardJSON)), quote(path.Join(l.verifier, RewardText)))
+	// An empty verifier directory: nothing left from an earlier run, the
+	// agent or the solution can stand in for what test.sh writes.
+	prep := fmt.Sprintf("mkdir -p %s && find %s -mindepth 1 -delete", quote(l.verifier), quote(l.verifier))
 	if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prep}, Timeout: time.Minute}); err != nil {
 		return nil, fmt.Errorf("task %s: make %s: %w", t.InstanceID, l.verifier, err)
 	} else if res.ExitCode != 0 {
@@ -125,19 +127,30 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err := upload(ctx, box, filepath.Join(t.TaskDir, "tests"), l.tests, l); err != nil {
 		return nil, fmt.Errorf("task %s: copy tests/: %w", t.InstanceID, err)
 	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", path.Join(l.tests, TestScript)}, Cwd: opts.Workdir, Timeout: timeout, MaxOutput: reward.MaxLog})
+	script, err := os.ReadFile(filepath.Join(t.TaskDir, "tests", TestScript))
+	if err != nil {
+		return nil, fmt.Errorf("task %s: read tests/%s: %w", t.InstanceID, TestScript, err)
+	}
+	if l.rewrite {
+		script = l.rewritePaths(script)
+	}
+	// Sealed, like every eval script: $0 and BASH_SOURCE are test.sh's path
+	// as under `bash /tests/test.sh`, and the exit status is test.sh's own.
+	run, err := reward.RunScript(ctx, box, opts.Workdir, path.Join(l.tests, TestScript), string(script), timeout)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: run tests/%s: %w", t.InstanceID, TestScript, err)
 	}
-	log.Write(res.Output)
-	rr.Log, rr.Duration = log.String(), time.Since(start)
-	if res.TimedOut {
+	rr.Trace, rr.ScriptExit = run.Trace, run.ExitCode
+	if run.TimedOut {
 		rr.TimedOut = true
-		rr.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
-		rr.Reason = "eval timed out: " + reward.LastLine(string(res.Output))
+		log.WriteString(run.Log)
+		rr.Log, rr.Duration = log.String(), time.Since(start)
+		rr.Reason = "eval timed out: " + reward.LastLine(strings.TrimSuffix(run.Log, reward.LastLine(run.Log)))
 		return rr, nil
 	}
-	rr.ExitCode = res.ExitCode
+	log.WriteString(run.Log)
+	rr.Log, rr.Duration = log.String(), time.Since(start)
+	rr.ExitCode = run.ExitCode
 	var f Files
 	for name, dst := range map[string]*[]byte{RewardJSON: &f.JSON, RewardText: &f.Text} {
 		b, err := box.ReadFile(ctx, path.Join(l.verifier, name))

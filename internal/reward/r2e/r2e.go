@@ -16,6 +16,15 @@
 //     "::" parts joined by "." (tests/test_x.py::TestA::test_b → TestA.test_b);
 //   - names are cut at the first " - " on both sides before comparing.
 //
+// One difference, in sealed runs (EvaluateRun): R2E-Gym reads the first
+// "short test summary info" in the output, which code under test can print
+// before pytest does. swerve reads the last one, and only in the part of
+// the log that run_tests.sh printed (from bash's own trace of the command
+// that runs it to the next traced command). Honest runs print one summary,
+// so the verdict is the same. What this cannot stop: code that runs inside
+// the test process and prints a summary after pytest's (from an atexit
+// hook, say) is read; that is for the canary tests to catch.
+//
 // One leniency: expected names written as full node ids (path::name), which
 // R2E-Gym's own rows never hold because they come from the same parser, are
 // read the way the parser names tests, so hand-written rows grade as meant.
@@ -29,6 +38,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -172,7 +182,44 @@ func Evaluate(t *task.Task, log string) (*Result, error) {
 	if err := check(t); err != nil {
 		return nil, err
 	}
-	parse := normalise(ParserFor(repoName(t))(Clean(log)), false)
+	return evaluate(t, ParserFor(repoName(t))(Clean(log))), nil
+}
+
+// runTestsTrace matches bash's trace of the command that runs run_tests.sh.
+var runTestsTrace = regexp.MustCompile(`^bash (?:\S*/)?run_tests\.sh$`)
+
+// EvaluateRun grades the log of a sealed run (reward.RunScript) of the
+// task's eval script: only the part run_tests.sh printed is read — from
+// bash's trace of `bash …run_tests.sh` to the next traced command, the
+// whole log when the trace shows none (a row's own eval script) — and in
+// it the last "short test summary info", the one pytest printed after the
+// tests ran.
+func EvaluateRun(t *task.Task, log string, tr *reward.Trace) (*Result, error) {
+	if err := check(t); err != nil {
+		return nil, err
+	}
+	part := log
+	if tr != nil {
+		for i := len(tr.Lines) - 1; i >= 0; i-- {
+			if !runTestsTrace.MatchString(tr.Lines[i].Text) {
+				continue
+			}
+			part = log[tr.Lines[i].End:]
+			if i+1 < len(tr.Lines) {
+				part = log[tr.Lines[i].End:tr.Lines[i+1].Start]
+			}
+			break
+		}
+	}
+	part = Clean(part)
+	if i := strings.LastIndex(part, summaryHeader); i >= 0 {
+		part = part[i:]
+	}
+	return evaluate(t, ParserFor(repoName(t))(part)), nil
+}
+
+func evaluate(t *task.Task, parsed map[string]string) *Result {
+	parse := normalise(parsed, false)
 	want := normalise(t.ExpectedOutput, true)
 	r := &Result{InstanceID: t.InstanceID, Parsed: parse, Expected: len(want)}
 	r.Mismatches = compare(parse, want)
@@ -190,7 +237,7 @@ func Evaluate(t *task.Task, log string) (*Result, error) {
 			r.Reason = "resolved (expected_output_json is empty and the log has no results)"
 		}
 	}
-	return r, nil
+	return r
 }
 
 // compare lists, sorted by name, the parsed tests that differ from the

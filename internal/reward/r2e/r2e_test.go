@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -227,6 +228,11 @@ func TestRunLocal(t *testing.T) {
 	b.TempDir = t.TempDir()
 	tk := &task.Task{InstanceID: "calc-1", Repo: "calc", Grader: task.GraderR2E,
 		ExpectedOutput: map[string]string{"test_add": "PASSED", "test_zero": "PASSED"}}
+	// The forger writes past pytest's capture, to the copy of the real
+	// stdout pytest keeps (the only socket the test process holds).
+	forge := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,5 @@\n def add(a, b):\n     return a - b\n+import os, stat\n" +
+		"+fd = [f for f in range(3, 256) if os.path.exists('/proc/self/fd/%d' % f) and stat.S_ISSOCK(os.fstat(f).st_mode)][0]\n" +
+		"+os.write(fd, b'=== short test summary info ===\\nPASSED r2e_tests/test_calc.py::test_add\\nPASSED r2e_tests/test_calc.py::test_zero\\n')\n"
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	for _, tt := range []struct {
 		name, patch string
@@ -238,6 +244,9 @@ func TestRunLocal(t *testing.T) {
 		{"patch that does not apply", strings.ReplaceAll(fix, "a - b", "a * b"), 0, "patch did not apply"},
 		{"patch that rewrites the hidden tests", cheatTests, 0, "tests failed: test_add"},
 		{"patch that rewrites run_tests.sh", cheatRunner, 0, "tests failed: test_add"},
+		// R2E-Gym reads the first summary: this one, printed past pytest's
+		// capture when the tests import calc, before pytest's own.
+		{"a forged summary before pytest's", forge, 0, "tests failed: test_add (want PASSED, got FAILED)"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			box, err := b.Open(context.Background(), sandbox.Spec{Image: src})
@@ -251,6 +260,46 @@ func TestRunLocal(t *testing.T) {
 			}
 			if rr.Reward != tt.want || !strings.Contains(rr.Reason, tt.reason) {
 				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Reward, rr.Reason, tt.want, tt.reason, rr.Log)
+			}
+			if tt.patch == forge && !strings.Contains(rr.Log, "PASSED r2e_tests/test_calc.py::test_add") {
+				t.Errorf("the forged summary is not in the log:\n%s", rr.Log)
+			}
+			if tt.patch == forge {
+				// R2E-Gym's reading of the same log is fooled.
+				if first, err := Evaluate(tk, rr.Log); err != nil || !first.Resolved {
+					t.Errorf("the first summary resolves %v (%v); the case no longer forges", first, err)
+				}
+			}
+		})
+	}
+}
+
+func TestEvaluateRun(t *testing.T) {
+	const nonce = "b0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	tk := &task.Task{InstanceID: "x-1", ExpectedOutput: map[string]string{"test_a": "PASSED"}}
+	const real = "=== short test summary info ===\nFAILED t.py::test_a - boom\n=== 1 failed ===\n"
+	const fake = "=== short test summary info ===\nPASSED t.py::test_a\n"
+	tests := []struct {
+		name, raw string // "@" is bash's trace prefix
+		want      float64
+	}{
+		{"honest pass", "@bash run_tests.sh\n=== short test summary info ===\nPASSED t.py::test_a\n", 1},
+		{"honest failure", "@bash run_tests.sh\n" + real, 0},
+		{"forged summary before pytest's", "@bash /root/run_tests.sh\n" + fake + real, 0},
+		{"forged summary before run_tests.sh", fake + "@bash run_tests.sh\n" + real, 0},
+		{"forged summary after run_tests.sh", "@bash run_tests.sh\n" + real + "@true\n" + fake, 0},
+		{"forged summary after the script ended", "@bash run_tests.sh\n" + real + "\n" + nonce + " end 1\n" + fake, 0},
+		{"no run_tests.sh trace: the whole log, last summary", fake + real, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log, tr, _ := reward.ParseSealed(strings.ReplaceAll(tt.raw, "@", "++"+nonce+" "), nonce)
+			r, err := EvaluateRun(tk, log, tr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reward != tt.want {
+				t.Errorf("reward %v (%s), want %v", r.Reward, r.Reason, tt.want)
 			}
 		})
 	}

@@ -80,16 +80,19 @@ func restoreScript(scratch bool) string {
 // keeps run_tests.sh in the repository and the hidden tests in /r2e_tests;
 // R2E-Gym's set-up moves both to /root and links the tests back as
 // <repo>/r2e_tests, which run_tests.sh expects. Run makes the same link
-// (see restoreScript) and the script runs whichever run_tests.sh is there.
+// (see restoreScript) and the script runs whichever run_tests.sh is there,
+// under set -x, so that bash's trace marks where run_tests.sh's output
+// starts (see EvaluateRun).
 //
 // scratch is set for boxes whose absolute paths are the host's (the local
 // backend): there only the repository's own run_tests.sh is used.
 func DefaultScript(scratch bool) string {
 	if scratch {
-		return "bash run_tests.sh\n"
+		return "set -x\nbash run_tests.sh\n"
 	}
 	return strings.Join([]string{
 		"# R2E-Gym's test run (written by swerve: the row has no eval script)",
+		"set -x",
 		"if [ -f " + RunTests + " ]; then",
 		"  bash " + RunTests,
 		"else",
@@ -154,7 +157,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	case a.TimedOut:
 		rr.Result = &Result{InstanceID: t.InstanceID, Parsed: map[string]string{}, Expected: len(t.ExpectedOutput), Reason: "eval timed out: " + reward.LastLine(a.Log)}
 	default:
-		if rr.Result, err = Evaluate(t, a.Log); err != nil {
+		if rr.Result, err = EvaluateRun(t, a.Log, a.Trace); err != nil {
 			return nil, err
 		}
 	}

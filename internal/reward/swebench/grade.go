@@ -5,6 +5,13 @@
 //
 // Evaluate grades a log that already exists; Run produces one in a fresh
 // box and grades it. Report renders the harness's report.json.
+//
+// Run runs the eval script sealed (reward.RunScript) after adding the 5.x
+// harness's exit-code recording to it (RecordTestExitCode), and Evaluate
+// then takes the test section and the exit code only from what bash itself
+// traced (Options.Trace): markers, results summaries or exit-code lines
+// printed by the code under test move nothing. For honest runs the report
+// is the harness's. Logs made elsewhere are read as statusFromLog says.
 package swebench
 
 import (
@@ -14,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -44,6 +52,48 @@ var suiteRan = regexp.MustCompile(`(?m)Executed [1-9]\d* of \d+` +
 	`|': ok$`)
 
 var testExitCodeRe = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
+
+// The lines bash traces for the markers and for the exit-code echo that
+// RecordTestExitCode adds, as a trusted trace holds them. Almost every
+// eval script writes a marker as `: '>>>>> Start Test Output'`; a few
+// (two SWE-bench Multilingual rows) echo it instead. Bash traces both with
+// single quotes, however the script quoted them.
+var (
+	startTraces   = markerTraces(StartTestOutput)
+	endTraces     = markerTraces(EndTestOutput)
+	exitCodeTrace = regexp.MustCompile(`^echo '` + regexp.QuoteMeta(TestExitCode) + `: (-?\d+)'$`)
+)
+
+// markerTraces are the trace texts of the commands that write marker.
+func markerTraces(marker string) []string {
+	return []string{": '" + marker + "'", "echo '" + marker + "'"}
+}
+
+// isMarkerCommand says whether a script line is a command that writes
+// marker and nothing else.
+func isMarkerCommand(line, marker string) bool {
+	line = strings.TrimSpace(line)
+	for _, cmd := range []string{":", "echo"} {
+		for _, q := range []string{"'", `"`} {
+			if line == cmd+" "+q+marker+q {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findTrace is the index of the first trusted line at or after from that
+// is one of texts, or -1.
+func findTrace(tr *reward.Trace, texts []string, from int) int {
+	best := -1
+	for _, text := range texts {
+		if i := tr.Find(text, from); i >= 0 && (best < 0 || i < best) {
+			best = i
+		}
+	}
+	return best
+}
 
 // Eval types (the dataset's eval_type field).
 const (
@@ -103,6 +153,17 @@ type Options struct {
 	// labels also count for the older labels rows were recorded with (see
 	// withUnittestAliases). With it set, reports equal the harness's.
 	StrictNames bool
+	// Trace is the trusted trace of a sealed run (reward.RunScript). When
+	// set, the test section runs from bash's own trace of the start marker
+	// to its first trace of the end marker after it, and the test exit
+	// code is read only from bash's trace of the echo that records it:
+	// nothing the tests print can move the section or supply the code.
+	// When nil (a log made elsewhere), see statusFromLog.
+	Trace *reward.Trace
+	// ExitCodeRecorded says the script was rewritten by
+	// RecordTestExitCode: in a sealed run, a missing trace of the exit-code
+	// echo then voids the log.
+	ExitCodeRecorded bool
 }
 
 // Evaluate grades log, the output of the task's eval script, as the
@@ -123,10 +184,17 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The harness reads the log file in text mode, where "\r\n" and a lone
-	// "\r" are newlines; parsers then see only "\n".
-	log = universalNewlines(log)
-	sm, reason := statusFromLog(t, parser, log)
+	var sm StatusMap
+	var reason string
+	if opts.Trace != nil {
+		sm, reason = statusFromSealedLog(t, parser, log, opts.Trace, opts.ExitCodeRecorded)
+		log = universalNewlines(log)
+	} else {
+		// The harness reads the log file in text mode, where "\r\n" and a
+		// lone "\r" are newlines; parsers then see only "\n".
+		log = universalNewlines(log)
+		sm, reason = statusFromLog(t, parser, log)
+	}
 	if sm == nil {
 		r.Reason = reason
 		r.InfraFailureReason, r.InfraFailure = ClassifyInfra(log)
@@ -186,21 +254,35 @@ func evalTypeOf(t *task.Task) (string, error) {
 	return v, nil
 }
 
-// statusFromLog is the harness's get_logs_eval: it returns nil and why when
-// the log is not a valid test run.
+// statusFromLog is the harness's get_logs_eval for a log made elsewhere
+// (swerve grade --log): it returns nil and why when the log is not a valid
+// test run. It reads the log more warily than the harness, in ways that
+// change nothing for the harness's own logs:
+//
+//   - the section is anchored on bash's trace of the markers at the start
+//     of a line ("+ : '>>>>> Start Test Output'"), as SWE-smith's
+//     read_test_output does, not on the first place the marker text
+//     appears (which a test can print, or git show can hold);
+//   - every ">>>>> Test Exit Code: N" line counts, not only the first: a
+//     non-zero one voids a log that reports no failure, so a test cannot
+//     hide the real code behind an earlier printed 0.
+//
+// A log made elsewhere carries no proof of what bash traced; only a sealed
+// run (statusFromSealedLog) does.
 func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) {
-	for _, code := range badCodes {
-		if strings.Contains(log, code) {
-			return nil, "log says " + strings.TrimPrefix(code, ">>>>> ")
-		}
+	if why := badCode(log); why != "" {
+		return nil, why
 	}
-	// The first start marker, then the first end marker after it, as the
-	// harness's split()[1].split()[0] reads them.
-	_, afterStart, okStart := strings.Cut(log, StartTestOutput)
-	if !okStart || !strings.Contains(log, EndTestOutput) {
-		return nil, "test output markers missing: the eval script did not reach its tests"
+	start, n := firstLine(log, startTraces, 0)
+	if start < 0 || !strings.Contains(log, EndTestOutput) {
+		return nil, "test output markers missing: bash's trace of them (set -x) is not in the log"
 	}
-	section, _, _ := strings.Cut(afterStart, EndTestOutput)
+	from := start + n
+	end, _ := firstLine(log, endTraces, from)
+	if end < 0 {
+		return nil, "test output markers missing: bash's trace of the end marker (set -x) is not in the log after the start"
+	}
+	section := log[from : end+strings.Index(log[end:], EndTestOutput)]
 	sm := parser(section, t)
 	if len(sm) == 0 {
 		// Some runners print results outside the markers.
@@ -209,16 +291,113 @@ func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) 
 	if len(sm) == 0 && !suiteRan.MatchString(log) {
 		return nil, "no test results in the log"
 	}
-	if m := testExitCodeRe.FindStringSubmatch(log); m != nil {
-		code, err := strconv.Atoi(m[1])
-		if err == nil && code != 0 && len(sm) > 0 && !anyFailed(sm) {
-			return nil, fmt.Sprintf("test command exited %d but the log reports no failure", code)
+	code := 0
+	for _, m := range testExitCodeRe.FindAllStringSubmatch(log, -1) {
+		if c, err := strconv.Atoi(m[1]); err == nil && c != 0 {
+			code = c
+			break
 		}
+	}
+	if code != 0 && len(sm) > 0 && !anyFailed(sm) {
+		return nil, fmt.Sprintf("test command exited %d but the log reports no failure", code)
 	}
 	if sm == nil {
 		sm = StatusMap{}
 	}
 	return sm, ""
+}
+
+// statusFromSealedLog is get_logs_eval for a sealed run: the section and
+// the test exit code come from bash's own trace (see Options.Trace). The
+// fallback to parsing outside the section reads the log only up to the
+// end marker: what runs after the tests cannot add results.
+func statusFromSealedLog(t *task.Task, parser Parser, log string, tr *reward.Trace, recorded bool) (StatusMap, string) {
+	// A failure marker voids the log wherever it is: a test can only hurt
+	// itself by printing one.
+	if why := badCode(log); why != "" {
+		return nil, why
+	}
+	si := findTrace(tr, startTraces, 0)
+	if si < 0 {
+		return nil, "test output markers missing: bash did not trace " + startTraces[0] + " (sealed run)"
+	}
+	ei := findTrace(tr, endTraces, si+1)
+	if ei < 0 {
+		return nil, "test output markers missing: bash did not trace " + endTraces[0] + " after the start (sealed run)"
+	}
+	// From the end of the start marker's text to the start of the end
+	// marker's, in bash's trace lines: the harness's split, anchored.
+	s, e := tr.Lines[si], tr.Lines[ei]
+	from := s.Start + strings.Index(s.Text, StartTestOutput) + len(StartTestOutput)
+	to := e.Start + strings.Index(e.Text, EndTestOutput)
+	section := universalNewlines(log[from:to])
+	upToEnd := universalNewlines(log[:e.Start])
+	sm := parser(section, t)
+	if len(sm) == 0 {
+		sm = parser(upToEnd, t)
+	}
+	if len(sm) == 0 && !suiteRan.MatchString(upToEnd) {
+		return nil, "no test results in the log"
+	}
+	code, traced := 0, false
+	for _, l := range tr.Lines[ei+1:] {
+		if m := exitCodeTrace.FindStringSubmatch(l.Text); m != nil {
+			code, _ = strconv.Atoi(m[1])
+			traced = true
+			break
+		}
+	}
+	if recorded && !traced {
+		return nil, "test exit code missing: bash did not trace the echo of " + TestExitCode + " (sealed run)"
+	}
+	if code != 0 && len(sm) > 0 && !anyFailed(sm) {
+		return nil, fmt.Sprintf("test command exited %d but the log reports no failure", code)
+	}
+	if sm == nil {
+		sm = StatusMap{}
+	}
+	return sm, ""
+}
+
+// badCode says which failure marker log holds, if any.
+func badCode(log string) string {
+	for _, code := range badCodes {
+		if strings.Contains(log, code) {
+			return "log says " + strings.TrimPrefix(code, ">>>>> ")
+		}
+	}
+	return ""
+}
+
+// firstLine finds the first of bash's trace lines ("+ " and one of texts)
+// at the start of a line of log at or after from: its index and the length
+// of the line up to the end of the marker text, or -1.
+func firstLine(log string, texts []string, from int) (int, int) {
+	best, n := -1, 0
+	for _, text := range texts {
+		line := "+ " + text
+		if i := lineIndex(log, line, from); i >= 0 && (best < 0 || i < best) {
+			best, n = i, len(line)-len("'")
+		}
+	}
+	return best, n
+}
+
+// lineIndex is the index of the first occurrence of s at the start of a
+// line of log at or after from, or -1.
+func lineIndex(log, s string, from int) int {
+	for from <= len(log) {
+		i := strings.Index(log[from:], s)
+		if i < 0 {
+			return -1
+		}
+		i += from
+		if i == 0 || log[i-1] == '\n' {
+			return i
+		}
+		from = i + 1
+	}
+	return -1
 }
 
 func anyFailed(sm StatusMap) bool {

@@ -3,6 +3,7 @@ package swebench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
@@ -33,15 +34,50 @@ type RunResult struct {
 	reward.Attempt
 }
 
+// TestExitCodeVar is the variable the 5.x harness keeps the test command's
+// exit status in.
+const TestExitCodeVar = "SWEBENCH_TEST_EXIT_CODE"
+
+// RecordTestExitCode makes the eval script record its test command's exit
+// status as the 5.x harness does before it runs the script
+// (record_test_exit_code): `SWEBENCH_TEST_EXIT_CODE=$?` just before the end
+// marker line and an echo of ">>>>> Test Exit Code: N" just after it. It
+// reports whether it changed the script: a script without the end marker
+// line, or one that records the code already, is returned as it is. Unlike
+// the harness, which takes the first line that contains the marker text,
+// only a line that is the marker command (`: '…'` or `echo '…'`) counts,
+// so a test patch that mentions the marker in its here-document is left
+// alone.
+func RecordTestExitCode(script string) (string, bool) {
+	if strings.Contains(script, TestExitCodeVar) {
+		return script, false
+	}
+	lines := strings.Split(script, "\n")
+	for i, line := range lines {
+		if !isMarkerCommand(line, EndTestOutput) {
+			continue
+		}
+		out := make([]string, 0, len(lines)+2)
+		out = append(out, lines[:i]...)
+		out = append(out, TestExitCodeVar+"=$?", line, `echo "`+TestExitCode+`: $`+TestExitCodeVar+`"`)
+		out = append(out, lines[i+1:]...)
+		return strings.Join(out, "\n"), true
+	}
+	return script, false
+}
+
 // Run applies the patch in box (which must be fresh, from the task's
-// image), runs the task's eval script unchanged and grades its output. A
+// image), runs the task's eval script sealed, with the test exit code
+// recorded as the 5.x harness records it (RecordTestExitCode), and grades
+// its output on what bash itself traced (Options.Trace). A
 // patch that does not apply or tests that time out give an unresolved
 // result with the reason, not an error; errors mean the box failed.
 func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions) (*RunResult, error) {
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swebench grading runs the dataset's eval script", t.InstanceID)
 	}
-	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: t.EvalScript, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	script, recorded := RecordTestExitCode(t.EvalScript)
+	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
@@ -55,7 +91,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "eval timed out: " + reward.LastLine(a.Log)}
 		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(a.Log)
 	default:
-		if rr.Result, err = Evaluate(t, a.Log, Options{}); err != nil {
+		if rr.Result, err = Evaluate(t, a.Log, Options{Trace: a.Trace, ExitCodeRecorded: recorded}); err != nil {
 			return nil, err
 		}
 	}

@@ -2,12 +2,24 @@
 // task's eval script applies its tests, runs them, and prints
 // OMNIGRIL_EXIT_CODE=<n> with the test command's exit status; n == 0 is a
 // resolved task (reward 1), anything else is not.
+//
+// SWE-Factory reads the printed line, which the code under test can print
+// too (from a child that outlives the tests, or before killing the
+// script's shell). Run does not: it runs the script sealed
+// (reward.RunScript) and takes the verdict from the last line bash itself
+// traced for the script's `echo OMNIGRIL_EXIT_CODE=<n>`; a printed marker
+// without that trace is no verdict (reward 0, with the reason). A script
+// that never turns xtrace on gets `set -x` put first, so its own echo is
+// traced; one that turns xtrace off before the echo gets no verdict.
+// Evaluate, for logs made elsewhere (swerve grade --log), still reads the
+// last printed line, as SWE-Factory does.
 package swefactory
 
 import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
@@ -21,6 +33,12 @@ const Marker = "OMNIGRIL_EXIT_CODE"
 // markerLine matches the printed line itself, whatever the number of digits
 // — not the `+ echo OMNIGRIL_EXIT_CODE=...` line bash's xtrace shows for it.
 var markerLine = regexp.MustCompile(`(?m)^` + Marker + `=(\d+)\r?$`)
+
+// markerTrace matches bash's trace of the script's echo of the marker.
+var markerTrace = regexp.MustCompile(`^echo ` + Marker + `=(\d+)$`)
+
+// xtraceOn matches a `set` line that turns xtrace on (set -x, set -uxo …).
+var xtraceOn = regexp.MustCompile(`(?m)^\s*set\s+-[a-zA-Z]*x`)
 
 // Result is one graded log.
 type Result struct {
@@ -42,7 +60,35 @@ func Evaluate(t *task.Task, log string) *Result {
 		r.Reason = "no " + Marker + "=<n> line in the log: the eval script did not finish its tests"
 		return r
 	}
-	digits := all[len(all)-1][1]
+	verdict(r, all[len(all)-1][1])
+	return r
+}
+
+// EvaluateTrace reads the exit status from the trusted trace of a sealed
+// run: the last `echo OMNIGRIL_EXIT_CODE=<n>` bash traced. log is only
+// read to say why there is no verdict.
+func EvaluateTrace(t *task.Task, log string, tr *reward.Trace) *Result {
+	r := &Result{InstanceID: t.InstanceID, ExitCode: -1}
+	digits := ""
+	for _, l := range tr.Lines {
+		if m := markerTrace.FindStringSubmatch(l.Text); m != nil {
+			digits = m[1]
+		}
+	}
+	if digits == "" {
+		if markerLine.MatchString(log) {
+			r.Reason = "no trusted " + Marker + ": the log prints the marker, but bash did not trace the eval script's echo of it (printed by the code under test, or the script's shell died first)"
+		} else {
+			r.Reason = "no " + Marker + "=<n> line in the log: the eval script did not finish its tests"
+		}
+		return r
+	}
+	verdict(r, digits)
+	return r
+}
+
+// verdict fills r from the marker's digits.
+func verdict(r *Result, digits string) {
 	n := 0
 	for _, d := range digits {
 		if n > 1<<20 {
@@ -57,7 +103,19 @@ func Evaluate(t *task.Task, log string) *Result {
 	} else {
 		r.Reason = fmt.Sprintf("tests failed: %s=%s", Marker, digits)
 	}
-	return r
+}
+
+// Traced returns script with `set -x` put first (after a #! line) when no
+// line of it turns xtrace on, so that bash traces its echo of the marker.
+func Traced(script string) string {
+	if xtraceOn.MatchString(script) {
+		return script
+	}
+	if strings.HasPrefix(script, "#!") {
+		first, rest, _ := strings.Cut(script, "\n")
+		return first + "\nset -x\n" + rest
+	}
+	return "set -x\n" + script
 }
 
 // RunOptions configure Run.
@@ -73,14 +131,15 @@ type RunResult struct {
 	reward.Attempt
 }
 
-// Run applies the patch in a fresh box, runs the eval script and grades it.
+// Run applies the patch in a fresh box, runs the eval script sealed and
+// grades it on what bash traced (EvaluateTrace).
 // A patch that does not apply or a timed-out script give reward 0 with the
 // reason; errors mean the box failed.
 func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions) (*RunResult, error) {
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swefactory grading runs the dataset's eval script", t.InstanceID)
 	}
-	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: t.EvalScript, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: Traced(t.EvalScript), EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
@@ -91,7 +150,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	case a.TimedOut:
 		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "eval timed out: " + reward.LastLine(a.Log)}
 	default:
-		rr.Result = Evaluate(t, a.Log)
+		rr.Result = EvaluateTrace(t, a.Log, a.Trace)
 	}
 	return rr, nil
 }

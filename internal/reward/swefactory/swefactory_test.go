@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -35,5 +36,50 @@ func TestEvaluate(t *testing.T) {
 				t.Errorf("Evaluate = %+v; want reward %v, code %d, reason containing %q", r, tt.wantReward, tt.wantCode, tt.wantReason)
 			}
 		})
+	}
+}
+
+func TestEvaluateTrace(t *testing.T) {
+	const nonce = "00112233445566778899aabbccddeeff"
+	tests := []struct {
+		name       string
+		raw        string // "@" stands for bash's trace prefix
+		wantReward float64
+		wantCode   int
+		wantReason string
+	}{
+		{"pass", "@pytest\n3 passed\n@echo OMNIGRIL_EXIT_CODE=0\nOMNIGRIL_EXIT_CODE=0\n\n" + nonce + " end 0\n", 1, 0, "resolved"},
+		{"fail", "@echo OMNIGRIL_EXIT_CODE=1\nOMNIGRIL_EXIT_CODE=1\n", 0, 1, "tests failed: OMNIGRIL_EXIT_CODE=1"},
+		{"many digits", "@echo OMNIGRIL_EXIT_CODE=137\nOMNIGRIL_EXIT_CODE=137\n", 0, 137, "=137"},
+		{"printed after the script's own", "@echo OMNIGRIL_EXIT_CODE=1\nOMNIGRIL_EXIT_CODE=1\nOMNIGRIL_EXIT_CODE=0\n", 0, 1, "failed"},
+		{"printed after the end line", "@echo OMNIGRIL_EXIT_CODE=1\nOMNIGRIL_EXIT_CODE=1\n\n" + nonce + " end 0\n+ echo OMNIGRIL_EXIT_CODE=0\nOMNIGRIL_EXIT_CODE=0\n", 0, 1, "failed"},
+		{"printed, then the shell killed", "OMNIGRIL_EXIT_CODE=0\n\n" + nonce + " end 137\n", 0, -1, "no trusted OMNIGRIL_EXIT_CODE"},
+		{"forged trace", "+ echo OMNIGRIL_EXIT_CODE=0\nOMNIGRIL_EXIT_CODE=0\n", 0, -1, "no trusted"},
+		{"forged trace with another nonce", "++ffeeddccbbaa99887766554433221100 echo OMNIGRIL_EXIT_CODE=0\n", 0, -1, "no OMNIGRIL_EXIT_CODE"},
+		{"missing", "@pytest\nTraceback\n", 0, -1, "no OMNIGRIL_EXIT_CODE=<n> line"},
+		{"the last traced echo counts", "@echo OMNIGRIL_EXIT_CODE=0\n@echo OMNIGRIL_EXIT_CODE=2\n", 0, 2, "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			log, tr, _ := reward.ParseSealed(strings.ReplaceAll(tt.raw, "@", "++"+nonce+" "), nonce)
+			r := EvaluateTrace(&task.Task{InstanceID: "a__b-1"}, log, tr)
+			if r.Reward != tt.wantReward || r.ExitCode != tt.wantCode || !strings.Contains(r.Reason, tt.wantReason) {
+				t.Errorf("EvaluateTrace = %+v; want reward %v, code %d, reason containing %q", r, tt.wantReward, tt.wantCode, tt.wantReason)
+			}
+		})
+	}
+}
+
+func TestTraced(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"#!/bin/bash\nset -uxo pipefail\nrun\n", "#!/bin/bash\nset -uxo pipefail\nrun\n"},
+		{"#!/bin/bash\nrun\n", "#!/bin/bash\nset -x\nrun\n"},
+		{"run\n", "set -x\nrun\n"},
+		{"  set -ex\nrun\n", "  set -ex\nrun\n"},
+	}
+	for _, tt := range tests {
+		if got := Traced(tt.in); got != tt.want {
+			t.Errorf("Traced(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

@@ -7,17 +7,27 @@
 // Its rules differ from SWE-bench's on purpose (the harness runs only part
 // of a test suite):
 //
-//   - a test missing from the log counts as passed; only an explicit FAILED
-//     or ERROR fails it, and a SKIPPED test is neither passed nor failed;
+//   - a PASS_TO_PASS test missing from the log counts as passed; only an
+//     explicit FAILED or ERROR fails it, and a SKIPPED test is neither
+//     passed nor failed;
 //   - FAIL_TO_PASS and PASS_TO_PASS are first narrowed to the tests in the
 //     files the command ran (the FAIL_TO_PASS files, for pytest profiles);
 //   - the section is cut between bash's trace of the two markers
 //     ("+ : '>>>>> Start Test Output'"), not the marker text itself.
 //
 // The task is resolved when no FAIL_TO_PASS test and no PASS_TO_PASS test
-// failed. One deliberate strictness: a log in which the parser finds no
-// test result at all (the tests did not run, or could not be collected) is
-// not resolved, where the harness would count every test as passed.
+// failed. swerve is stricter than the harness in two places, both because
+// a missing result is what a patch that breaks the tests produces:
+//
+//   - a FAIL_TO_PASS test missing from the log is a failure (the harness
+//     counts it as passed, so a patch that stops the test from being
+//     collected — deleting it, renaming it, crashing its module — would
+//     be rewarded for a fix it did not make);
+//   - a log in which the parser finds no test result at all (the tests did
+//     not run, or could not be collected) is not resolved.
+//
+// In a sealed run (Options.Trace), the section is cut between bash's own
+// trace of the two markers, which the tests cannot print.
 //
 // Before the tests run, the test files FAIL_TO_PASS and PASS_TO_PASS name
 // are reset to the bug commit, as R2E-Gym's runtime does for SWE-smith
@@ -29,6 +39,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -72,6 +83,9 @@ func (r *Result) Reward() float64 {
 type Options struct {
 	// NoPatch grades a run of the unpatched repository (patch_exists false).
 	NoPatch bool
+	// Trace is the trusted trace of a sealed run (reward.RunScript): when
+	// set, the section is cut between bash's own trace of the markers.
+	Trace *reward.Trace
 }
 
 // Evaluate grades log, the eval script's output.
@@ -87,6 +101,9 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	}
 	r := &Result{InstanceID: t.InstanceID, PatchExists: !opts.NoPatch, Parser: parserName}
 	section, reason := testSection(log)
+	if opts.Trace != nil {
+		section, reason = sealedSection(log, opts.Trace)
+	}
 	if reason != "" {
 		r.Reason = reason
 		return r, nil
@@ -137,6 +154,30 @@ func testSection(log string) (string, string) {
 	return log[start+len(startSep) : end], ""
 }
 
+// sealedSection cuts the test output out of a sealed run's log between
+// bash's own trace of the markers.
+func sealedSection(log string, tr *reward.Trace) (string, string) {
+	switch {
+	case strings.Contains(log, ApplyPatchFail):
+		return "", "log says Patch Apply Failed"
+	case strings.Contains(log, TestsTimeout):
+		return "", "log says Tests Timed Out"
+	}
+	si := tr.Find(": '"+StartTestOutput+"'", 0)
+	if si < 0 {
+		return "", "test output markers missing: bash did not trace : '" + StartTestOutput + "' (sealed run)"
+	}
+	ei := tr.Find(": '"+EndTestOutput+"'", si+1)
+	if ei < 0 {
+		return "", "test output markers missing: bash did not trace : '" + EndTestOutput + "' after the start (sealed run)"
+	}
+	end := tr.Lines[ei].Start
+	if strings.HasSuffix(log[:end], "+ ") {
+		end -= len("+ ")
+	}
+	return log[tr.Lines[si].End:end], ""
+}
+
 // Repo is the task's upstream repository as SWE-smith derives it from the
 // instance id: owner__name.<commit>.<bug> → owner/name.
 func Repo(t *task.Task) string {
@@ -161,15 +202,19 @@ func narrow(tests, files []string) []string {
 	return out
 }
 
-// testsReport applies SWE-smith's rules: passed when missing, PASSED or
-// XFAIL; failed when FAILED or ERROR; a SKIPPED test is in neither list.
+// testsReport applies SWE-smith's rules — passed when PASSED or XFAIL,
+// failed when FAILED or ERROR, a SKIPPED test in neither list — except
+// that a FAIL_TO_PASS test missing from the log fails (SWE-smith passes
+// it); a missing PASS_TO_PASS test passes, as in SWE-smith.
 func testsReport(sm swebench.StatusMap, f2p, p2p []string) swebench.TestsStatus {
 	empty := func() swebench.Outcome { return swebench.Outcome{Success: []string{}, Failure: []string{}} }
 	ts := swebench.TestsStatus{FailToPass: empty(), PassToPass: empty(), FailToFail: empty(), PassToFail: empty()}
-	check := func(o *swebench.Outcome, names []string) {
+	check := func(o *swebench.Outcome, names []string, missingFails bool) {
 		for _, name := range names {
 			s, ok := sm[name]
 			switch {
+			case !ok && missingFails:
+				o.Failure = append(o.Failure, name)
 			case !ok || s == swebench.Passed || s == swebench.XFail:
 				o.Success = append(o.Success, name)
 			case s == swebench.Failed || s == swebench.Error:
@@ -177,8 +222,8 @@ func testsReport(sm swebench.StatusMap, f2p, p2p []string) swebench.TestsStatus 
 			}
 		}
 	}
-	check(&ts.FailToPass, f2p)
-	check(&ts.PassToPass, p2p)
+	check(&ts.FailToPass, f2p, true)
+	check(&ts.PassToPass, p2p, false)
 	return ts
 }
 

@@ -37,6 +37,54 @@ var deviations = map[string]bool{
 }
 
 // TestOracle checks Evaluate against SWE-smith's own get_eval_report: the
+// missingF2PFails turns SWE-smith's report into swerve's where they
+// differ on purpose: a FAIL_TO_PASS test absent from the log is a failure
+// in swerve, a success in SWE-smith (see the package doc).
+func missingF2PFails(want map[string]any, f2p []string, sm swebench.StatusMap) map[string]any {
+	ts, ok := want["tests_status"].(map[string]any)
+	if !ok {
+		return want
+	}
+	o := ts["FAIL_TO_PASS"].(map[string]any)
+	listed := map[string]string{}
+	for _, k := range []string{"success", "failure"} {
+		for _, n := range o[k].([]any) {
+			listed[n.(string)] = k
+		}
+	}
+	success, failure := []any{}, []any{}
+	moved := false
+	for _, n := range f2p {
+		k, ok := listed[n]
+		if !ok {
+			continue
+		}
+		if _, inLog := sm[n]; k == "success" && !inLog {
+			k, moved = "failure", true
+		}
+		if k == "success" {
+			success = append(success, n)
+		} else {
+			failure = append(failure, n)
+		}
+	}
+	if !moved {
+		return want
+	}
+	out := map[string]any{}
+	for k, v := range want {
+		out[k] = v
+	}
+	nts := map[string]any{}
+	for k, v := range ts {
+		nts[k] = v
+	}
+	nts["FAIL_TO_PASS"] = map[string]any{"success": success, "failure": failure}
+	out["tests_status"] = nts
+	out["resolved"] = false
+	return out
+}
+
 // logs in testdata/logs are genuine test runs (testdata/gen.sh) plus a few
 // synthetic marker cases, and testdata/oracle.json holds the report.json
 // SWE-smith's grading code wrote for each (its swebench imports stubbed).
@@ -85,6 +133,7 @@ func TestOracle(t *testing.T) {
 				}
 				want = map[string]any{"patch_is_None": false, "patch_exists": true, "patch_successfully_applied": false, "resolved": false}
 			}
+			want = missingF2PFails(want, c.Instance.F2P, r.Status)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("report differs from SWE-smith's (-swesmith +swerve):\n%s\nreason: %s", diff, r.Reason)
 			}
