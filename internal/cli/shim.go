@@ -11,7 +11,27 @@ import (
 	"github.com/swerve-dev/swerve/internal/version"
 )
 
-func init() { register(newShimCmd) }
+func init() {
+	register(newShimCmd)
+	register(newShimExecCmd)
+}
+
+// newShimExecCmd is what the helper re-executes itself as to start a
+// command with sandbox.ExecRequest.PrivateMemory.
+func newShimExecCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    shim.ExecSubcommand + " -- CMD [ARG...]",
+		Short:  "Start a command whose memory other processes cannot read (used by the in-box helper)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		Example: `  # what the helper runs for a sealed eval script:
+  /.swerve/swerve shim-exec -- /bin/bash -c '...' /eval.sh`,
+		DisableFlagParsing: false,
+		RunE: func(_ *cobra.Command, args []string) error {
+			return shim.ExecPrivate(args)
+		},
+	}
+}
 
 func newShimCmd() *cobra.Command {
 	var listen string

@@ -114,6 +114,11 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 		Cmd:   []string{"/bin/bash", "-c", sealedRunner, file},
 		Stdin: []byte(nonce + "\n"),
 		Cwd:   dir, Timeout: timeout, MaxOutput: MaxLog,
+		// Nothing but the eval script runs in a grading box: when it
+		// ends, whatever else is running there dies before the log is
+		// read. And its runner's memory, which holds the nonce, is out of
+		// the tests' reach.
+		KillOthers: true, PrivateMemory: true,
 	})
 	if err != nil {
 		return nil, err

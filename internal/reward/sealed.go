@@ -35,7 +35,13 @@ import (
 // script's path, as they are for `bash /eval.sh`. Differences that remain:
 // $BASH_SUBSHELL is 1, not 0, and a top-level `return` ends the script
 // instead of being an error.
+//
+// The runner is started with sandbox.ExecRequest.PrivateMemory: it is
+// non-dumpable, so the tests cannot read the nonce out of its memory
+// either. bash started that way does not source BASH_ENV; the helper hands
+// it over as SWERVE_BASH_ENV and the runner sources it, as bash would have.
 const sealedRunner = `set +xa; IFS= read -r n || exit 125; exec </dev/null; ` +
+	`if [ -n "${SWERVE_BASH_ENV-}" ]; then export BASH_ENV="$SWERVE_BASH_ENV"; unset SWERVE_BASH_ENV; . "$BASH_ENV"; fi; ` +
 	`PS4="+$n "; declare +x PS4 n; unset BASH_XTRACEFD; ` +
 	`exec 3>&2 2>/dev/null; ( exec 2>&3 3>&-; source "$0" ); c=$?; ` +
 	`printf '\n%s end %d\n' "$n" "$c"`

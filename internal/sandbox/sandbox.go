@@ -172,6 +172,15 @@ type ExecRequest struct {
 	// runs, and nothing else may write to its log or to the files read
 	// after it. A backend that cannot do it fails the Exec.
 	KillOthers bool
+	// PrivateMemory starts the command so that no other process in the box
+	// can read its memory, environment or descriptors (through /proc or
+	// ptrace) unless it holds CAP_SYS_PTRACE, which container boxes drop.
+	// It is meant for a bash program: the command starts with its
+	// effective group different from its real one, which bash undoes at
+	// start-up (the kernel keeps it non-dumpable). Graders set it on the
+	// sealed eval runner, whose nonce the tests must not read. Backends
+	// without the in-box helper may ignore it.
+	PrivateMemory bool
 }
 
 // DefaultMaxOutput is the output cap when ExecRequest.MaxOutput is zero.

@@ -193,7 +193,8 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		MaxOutput: req.MaxOutput,
 		Stdin:     req.Stdin != nil,
 
-		KillOthers: req.KillOthers,
+		KillOthers:    req.KillOthers,
+		PrivateMemory: req.PrivateMemory,
 	}
 	if req.Timeout > 0 && m.TimeoutMS == 0 {
 		m.TimeoutMS = 1

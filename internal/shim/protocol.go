@@ -82,7 +82,8 @@ import (
 // that way, since a helper without them rejects the op by name ("unknown
 // op") and a client without them never sends it. So did exec's KillOthers:
 // a helper that does not know it leaves KilledOthers unset in its answer,
-// and the client then fails the call.
+// and the client then fails the call. PrivateMemory came the same way; a
+// helper that does not know it runs the command as it is.
 const ProtocolVersion = 1
 
 // Ops a client can ask for.
@@ -127,6 +128,9 @@ type Message struct {
 	// helper's subtree too, whoever started it (sandbox.ExecRequest's
 	// KillOthers). The response confirms it with KilledOthers.
 	KillOthers bool `json:"kill_others,omitempty"`
+	// PrivateMemory: start the command non-dumpable, so no other process
+	// in the box can read its memory (sandbox.ExecRequest's PrivateMemory).
+	PrivateMemory bool `json:"private_memory,omitempty"`
 
 	// cancel requests
 	Target uint64 `json:"target,omitempty"`

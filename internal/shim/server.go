@@ -264,7 +264,14 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 		limit = sandbox.DefaultMaxOutput
 	}
 	out := newCappedBuffer(limit)
-	cmd := exec.Command(m.Cmd[0], m.Cmd[1:]...)
+	argv := m.Cmd
+	if m.PrivateMemory {
+		// Started through the helper's own binary, which makes the command
+		// non-dumpable before it execs it (see ExecPrivate). /proc/self/exe
+		// is resolved by the forked child, a copy of the helper.
+		argv = append([]string{"/proc/self/exe", ExecSubcommand, "--"}, m.Cmd...)
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = m.Cwd
 	if len(m.Env) > 0 {
 		cmd.Env = append(os.Environ(), m.Env...)

@@ -54,6 +54,9 @@ type forgeryCase struct {
 	code   string // appended to calc.py; "" grades the gold patch
 	reward float64
 	reason string
+	// containerOnly cases rely on the box dropping CAP_SYS_PTRACE, which a
+	// local box on a root host does not.
+	containerOnly bool
 }
 
 // forgeryCases forge markers, summaries and exit codes before, inside and
@@ -68,26 +71,60 @@ func forgeryCases(t *testing.T) []forgeryCase {
 	const say = "import os, signal, stat\ndef say(s):\n    for fd in range(3, 256):\n        try:\n            if stat.S_ISSOCK(os.fstat(fd).st_mode):\n                os.write(fd, (s + '\\n').encode())\n                return\n        except OSError:\n            pass\n"
 	const killShell = "os.kill(os.getppid(), signal.SIGKILL)\n"
 	return []forgeryCase{
-		{"swebench gold", bench, "", 1, "resolved"},
+		{"swebench gold", bench, "", 1, "resolved", false},
 		{"swebench: a forged end marker cuts the section before the failures", bench,
-			say + "say(\"" + passedLines(bench) + "+ : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed"},
+			say + "say(\"" + passedLines(bench) + "+ : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed", false},
 		{"swebench: a forged section before the real one", bench,
-			say + "say(\"+ : '>>>>> Start Test Output'\\n" + passedLines(bench) + "+ : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed"},
+			say + "say(\"+ : '>>>>> Start Test Output'\\n" + passedLines(bench) + "+ : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed", false},
 		{"swebench: forged results and exit code 0, then the tests die", bench,
-			say + "say(\"" + passedLines(bench) + ">>>>> Test Exit Code: 0\")\nos._exit(1)\n", 0, "test command exited 1"},
+			say + "say(\"" + passedLines(bench) + ">>>>> Test Exit Code: 0\")\nos._exit(1)\n", 0, "test command exited 1", false},
 		{"swebench: forged section, then the shell killed", bench,
-			say + "say(\"" + passedLines(bench) + "+ : '>>>>> End Test Output'\\n>>>>> Test Exit Code: 0\")\n" + killShell, 0, "test output markers missing"},
+			say + "say(\"" + passedLines(bench) + "+ : '>>>>> End Test Output'\\n>>>>> Test Exit Code: 0\")\n" + killShell, 0, "test output markers missing", false},
 		{"swebench: a forged trace line with a made-up nonce", bench,
-			say + "say(\"" + passedLines(bench) + "++0123456789abcdef0123456789abcdef : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed"},
-		{"swefactory gold", factory, "", 1, "resolved"},
+			say + "say(\"" + passedLines(bench) + "++0123456789abcdef0123456789abcdef : '>>>>> End Test Output'\")\n", 0, "FAIL_TO_PASS failed", false},
+		{"swefactory gold", factory, "", 1, "resolved", false},
 		{"swefactory: marker printed, then the shell killed", factory,
-			say + "say('OMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "no trusted"},
+			say + "say('OMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "no trusted", false},
 		{"swefactory: a detached child prints the marker after the script's own", factory,
-			"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.05; echo OMNIGRIL_EXIT_CODE=0'], start_new_session=True)\n", 0, "tests failed: OMNIGRIL_EXIT_CODE=1"},
+			"import subprocess\nsubprocess.Popen(['sh', '-c', 'sleep 0.05; echo OMNIGRIL_EXIT_CODE=0'], start_new_session=True)\n", 0, "tests failed: OMNIGRIL_EXIT_CODE=1", false},
 		{"swefactory: a forged trace of the echo", factory,
-			say + "say('+ echo OMNIGRIL_EXIT_CODE=0\\nOMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "no trusted"},
+			say + "say('+ echo OMNIGRIL_EXIT_CODE=0\\nOMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "no trusted", false},
+		// The nonce lives in the runner's memory: read it through /proc
+		// from every ancestor and forge a trusted trace with it. The runner
+		// is non-dumpable (PrivateMemory), so its memory cannot be opened.
+		{"swefactory: the nonce read out of the runner's memory", factory,
+			say + readNonce + "found = nonces()\nsay('nonces found: %d' % len(found))\nfor nonce in found:\n    say('++' + nonce + ' echo OMNIGRIL_EXIT_CODE=0\\nOMNIGRIL_EXIT_CODE=0')\n" + killShell, 0, "OMNIGRIL_EXIT_CODE", true},
 	}
 }
+
+// readNonce defines nonces(): every string shaped like a sealed run's PS4
+// ("+" and 32 hex digits and a space) found in the writable memory of the
+// test process's ancestors.
+const readNonce = `import re
+def nonces():
+    found, pid = set(), os.getppid()
+    while pid > 1:
+        try:
+            with open('/proc/%d/maps' % pid) as m, open('/proc/%d/mem' % pid, 'rb', 0) as mem:
+                for line in m:
+                    addr, perms = line.split()[:2]
+                    if not perms.startswith('rw'):
+                        continue
+                    lo, hi = (int(x, 16) for x in addr.split('-'))
+                    try:
+                        mem.seek(lo)
+                        data = mem.read(min(hi - lo, 1 << 24))
+                    except OSError:
+                        continue
+                    found.update(x.decode() for x in re.findall(rb'\+([0-9a-f]{32}) ', data))
+        except OSError:
+            pass
+        try:
+            pid = int(open('/proc/%d/stat' % pid).read().rsplit(')', 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            break
+    return found
+`
 
 // checkForgery grades c in box and checks the outcome.
 func checkForgery(t *testing.T, box sandbox.Sandbox, c forgeryCase, workdir string) {
@@ -104,6 +141,9 @@ func checkForgery(t *testing.T, box sandbox.Sandbox, c forgeryCase, workdir stri
 	forged := "PASSED tests/test_calc.py::test_median_even_length"
 	if c.tk.Grader == task.GraderSWEFactory {
 		forged = "OMNIGRIL_EXIT_CODE=0"
+	}
+	if c.containerOnly {
+		forged = "nonces found: 0"
 	}
 	if c.code != "" && !strings.Contains(c.name, "after the script") && !strings.Contains(out.Log, forged) {
 		t.Errorf("the forged %q is not in the log:\n%s", forged, out.Log)
@@ -122,6 +162,9 @@ func TestSealedForgeryLocal(t *testing.T) {
 	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
 	b := localBackend(t)
 	for _, c := range forgeryCases(t) {
+		if c.containerOnly {
+			continue
+		}
 		t.Run(c.name, func(t *testing.T) {
 			box, err := b.Open(context.Background(), sandbox.Spec{Image: c.tk.SourceDir})
 			if err != nil {
