@@ -1,0 +1,56 @@
+package tamper
+
+import (
+	"context"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// goldFlags lists, per dataset, the gold patches Check is known to flag
+// and why each is right to: "instance id: kind path". Anything else it
+// flags on a gold patch is a false alarm and fails the test.
+var goldFlags = map[string][]string{}
+
+// TestGoldPatchesNotFlagged runs Check over every gold patch of SWE-bench
+// Verified, Lite (test and dev) and Multilingual and prints how many it
+// flags, per dataset.
+func TestGoldPatchesNotFlagged(t *testing.T) {
+	shared := testutil.SharedDir(t)
+	for _, name := range []string{"verified-test", "lite-test", "lite-dev", "multilingual-test"} {
+		t.Run(name, func(t *testing.T) {
+			res, err := task.Load(context.Background(), filepath.Join(shared, "data", "swebench", name+".parquet"), task.LoadOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			allowed := map[string]bool{}
+			for _, s := range goldFlags[name] {
+				allowed[s] = true
+			}
+			flagged := 0
+			var unexpected []string
+			for i := range res.Tasks {
+				tk := &res.Tasks[i]
+				fs := Check(tk, tk.Patch)
+				if len(fs) > 0 {
+					flagged++
+				}
+				for _, f := range fs {
+					key := tk.InstanceID + ": " + string(f.Kind) + " " + f.Path
+					if !allowed[key] {
+						unexpected = append(unexpected, key+" ("+f.What+")")
+					}
+				}
+			}
+			sort.Strings(unexpected)
+			t.Logf("%s: %d gold patches, %d flagged (%d justified findings)", name, len(res.Tasks), flagged, len(goldFlags[name]))
+			if len(unexpected) > 0 {
+				t.Errorf("%d false alarms on gold patches:\n%s", len(unexpected), strings.Join(unexpected, "\n"))
+			}
+		})
+	}
+}
