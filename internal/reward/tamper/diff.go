@@ -12,6 +12,9 @@ type fileChange struct {
 	Deleted bool   // the diff deletes the file
 	// Plus and Minus are the added and removed lines, without their sign.
 	Plus, Minus []string
+	// Contexts are the hunk headers' trailing text (git's function
+	// context: the enclosing class or def).
+	Contexts []string
 }
 
 // parseDiff splits a git-style unified diff into its files. It is lenient:
@@ -79,6 +82,9 @@ func parseDiff(diff string) []fileChange {
 			cur.Added = true
 		case strings.HasPrefix(line, "@@ "):
 			o, n, ok := hunkCounts(line)
+			if _, tail, found := strings.Cut(strings.TrimPrefix(line, "@@ "), " @@"); found && strings.TrimSpace(tail) != "" {
+				cur.Contexts = append(cur.Contexts, strings.TrimSpace(tail))
+			}
 			if ok {
 				inHunk, oldLeft, newLeft = true, o, n
 			}
