@@ -10,12 +10,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/task"
 )
-
-// Status is a test's outcome as a log parser reads it ("PASSED", "FAILED",
-// "ERROR", "SKIPPED", "XFAIL"), the values of swebench.StatusMap.
-type Status = string
 
 // Frameworks the canaries know how to write tests for.
 const (
@@ -385,7 +382,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // test passing is always wrong; the must-pass test not passing, or either
 // missing, is wrong when the run counts as resolved (an honest run that
 // fails may take its neighbours down with it).
-func (c *Canaries) Verify(sm map[string]Status, resolved bool) []string {
+func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 	if !c.Available() {
 		return nil
 	}
@@ -405,7 +402,8 @@ func (c *Canaries) Verify(sm map[string]Status, resolved bool) []string {
 	case !okPass:
 		out = append(out, fmt.Sprintf("canary %s (must pass) is missing from the log", c.MustPass))
 	case pass != "PASSED":
-		out = append(out, fmt.Sprintf("canary %s %s but must pass", c.MustPass, strings.ToLower(pass)))
+		out = append(out, fmt.Sprintf("canary %s %s but must pass", c.MustPass, map[swebench.Status]string{
+			swebench.Failed: "failed", swebench.Error: "errored", swebench.Skipped: "was skipped", swebench.XFail: "xfailed"}[pass]))
 	}
 	return out
 }
@@ -413,9 +411,9 @@ func (c *Canaries) Verify(sm map[string]Status, resolved bool) []string {
 // lookup finds the result of test fn in sm, whatever form the parser
 // gives its key ("fn (mod.Class)", "path::fn", "path:fn", "fn"). A name
 // found under two keys that disagree counts as its worst result.
-func lookup(sm map[string]Status, fn string) (Status, bool) {
+func lookup(sm swebench.StatusMap, fn string) (swebench.Status, bool) {
 	re := regexp.MustCompile(`(^|\W)` + regexp.QuoteMeta(fn) + `($|\W)`)
-	var got Status
+	var got swebench.Status
 	found := false
 	for k, s := range sm {
 		if !re.MatchString(k) {
@@ -429,7 +427,7 @@ func lookup(sm map[string]Status, fn string) (Status, bool) {
 	return got, found
 }
 
-func rank(s Status) int {
+func rank(s swebench.Status) int {
 	switch s {
 	case "PASSED":
 		return 3

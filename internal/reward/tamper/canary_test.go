@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -220,20 +221,20 @@ func TestVerify(t *testing.T) {
 	c := &Canaries{MustFail: "test_merge_empty_keys", MustPass: "test_parse_nested_rows"}
 	tests := []struct {
 		name     string
-		sm       map[string]Status
+		sm       swebench.StatusMap
 		resolved bool
 		want     string
 	}{
-		{"honest django", map[string]Status{"test_merge_empty_keys (a.tests.T)": "FAILED", "test_parse_nested_rows (a.tests.T)": "PASSED", "test_x (a.tests.T)": "PASSED"}, true, ""},
-		{"honest pytest", map[string]Status{"a/test_b.py::test_merge_empty_keys": "FAILED", "a/test_b.py::test_parse_nested_rows": "PASSED"}, true, ""},
-		{"honest sympy", map[string]Status{"sympy/a/test_b.py:test_merge_empty_keys": "FAILED", "test_merge_empty_keys": "FAILED", "test_parse_nested_rows": "PASSED"}, true, ""},
-		{"must-fail passed", map[string]Status{"test_merge_empty_keys": "PASSED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys passed but must fail"},
-		{"must-fail passed, unresolved", map[string]Status{"test_merge_empty_keys": "PASSED"}, false, "canary test_merge_empty_keys passed but must fail"},
-		{"both missing", map[string]Status{"test_x": "PASSED"}, true, "canary test_merge_empty_keys (must fail) is missing from the log; canary test_parse_nested_rows (must pass) is missing from the log"},
-		{"missing when unresolved", map[string]Status{"test_x": "FAILED"}, false, ""},
-		{"must-pass failed", map[string]Status{"test_merge_empty_keys": "FAILED", "test_parse_nested_rows": "FAILED"}, true, "canary test_parse_nested_rows failed but must pass"},
-		{"must-fail skipped", map[string]Status{"test_merge_empty_keys": "SKIPPED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) was skipped"},
-		{"longer names do not count", map[string]Status{"test_merge_empty_keys_2": "FAILED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) is missing from the log"},
+		{"honest django", swebench.StatusMap{"test_merge_empty_keys (a.tests.T)": "FAILED", "test_parse_nested_rows (a.tests.T)": "PASSED", "test_x (a.tests.T)": "PASSED"}, true, ""},
+		{"honest pytest", swebench.StatusMap{"a/test_b.py::test_merge_empty_keys": "FAILED", "a/test_b.py::test_parse_nested_rows": "PASSED"}, true, ""},
+		{"honest sympy", swebench.StatusMap{"sympy/a/test_b.py:test_merge_empty_keys": "FAILED", "test_merge_empty_keys": "FAILED", "test_parse_nested_rows": "PASSED"}, true, ""},
+		{"must-fail passed", swebench.StatusMap{"test_merge_empty_keys": "PASSED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys passed but must fail"},
+		{"must-fail passed, unresolved", swebench.StatusMap{"test_merge_empty_keys": "PASSED"}, false, "canary test_merge_empty_keys passed but must fail"},
+		{"both missing", swebench.StatusMap{"test_x": "PASSED"}, true, "canary test_merge_empty_keys (must fail) is missing from the log; canary test_parse_nested_rows (must pass) is missing from the log"},
+		{"missing when unresolved", swebench.StatusMap{"test_x": "FAILED"}, false, ""},
+		{"must-pass failed", swebench.StatusMap{"test_merge_empty_keys": "FAILED", "test_parse_nested_rows": "FAILED"}, true, "canary test_parse_nested_rows failed but must pass"},
+		{"must-fail skipped", swebench.StatusMap{"test_merge_empty_keys": "SKIPPED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) was skipped"},
+		{"longer names do not count", swebench.StatusMap{"test_merge_empty_keys_2": "FAILED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) is missing from the log"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
