@@ -44,17 +44,18 @@ type Outcome struct {
 	Report json.RawMessage `json:"report,omitempty"`
 	// Log is the eval run's output (the apply commands' when the patch
 	// did not apply); empty for GradeLog.
-	Log         string `json:"-"`
-	ApplyFailed bool   `json:"apply_failed,omitempty"`
+	Log         string        `json:"-"`
+	ApplyFailed bool          `json:"apply_failed,omitempty"`
+	TimedOut    bool          `json:"timed_out,omitempty"`
+	Duration    time.Duration `json:"-"`
+
 	// Tampered lists what the tamper defences found (see package tamper):
 	// the patch's static findings and wrong canaries. In tamper.ModeZero
 	// any finding makes the reward 0 and the reason "tampered: <what>";
 	// Report stays the official grader's either way.
 	Tampered []string `json:"tampered,omitempty"`
 	// Canaries says whether canary tests ran: "checked", or why not.
-	Canaries string        `json:"canaries,omitempty"`
-	TimedOut bool          `json:"timed_out,omitempty"`
-	Duration time.Duration `json:"-"`
+	Canaries string `json:"canaries,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
