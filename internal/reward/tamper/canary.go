@@ -84,8 +84,8 @@ func PlanCanariesSeeded(t *task.Task, seed1, seed2 uint64) *Canaries {
 	if cmd == "" {
 		return &Canaries{Unavailable: "not available: the eval script has no test output markers"}
 	}
-	if !strings.Contains(t.EvalScript, "EOF_114329324912") {
-		return &Canaries{Unavailable: "not available: the eval script applies no test patch"}
+	if t.TestPatch == "" {
+		return &Canaries{Unavailable: "not available: the task has no test patch"}
 	}
 	c := &Canaries{framework: fw}
 	switch fw {

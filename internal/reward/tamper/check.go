@@ -256,9 +256,9 @@ func (c *checker) shadows(p string) (string, string) {
 		switch {
 		case c.own[top]:
 		case runnerModules[top]:
-			return strings.TrimSuffix(root, "/") + "/" + top, "the test runner's " + top
+			return root + top, "the test runner's " + top
 		case stdlibModules[top]:
-			return strings.TrimSuffix(root, "/") + "/" + top, "the standard library's " + top
+			return root + top, "the standard library's " + top
 		}
 	}
 	return "", ""
