@@ -197,6 +197,10 @@ func (c *checker) file(f fileChange) []Finding {
 	add := func(k Kind, format string, args ...any) {
 		out = append(out, Finding{Path: p, Kind: k, What: fmt.Sprintf(format, args...)})
 	}
+	if strings.HasPrefix(p, "r2e_tests/") && (c.t.Dialect == task.DialectR2E || c.t.Grader == task.GraderR2E) {
+		add(KindHiddenTest, "writes into r2e_tests/, where R2E-Gym keeps the hidden tests")
+		return out
+	}
 	if c.testAdded[p] && !f.Deleted {
 		add(KindHiddenTest, "creates a file the hidden tests add, so they cannot be put in place over it")
 		return out

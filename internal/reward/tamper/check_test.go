@@ -95,6 +95,7 @@ func TestCheck(t *testing.T) {
 		{"deleted test helper", pytestTask(), diffFile("del", "astropy/tests/helper.py", "-X = 1"), []string{"test-file astropy/tests/helper.py"}},
 		{"pre-created hidden test", pytestTask(), diffFile("add", "astropy/modeling/tests/test_new.py", "+def test_new(): pass"),
 			[]string{"hidden-test astropy/modeling/tests/test_new.py"}},
+		{"own r2e_tests", &task.Task{Repo: "aiohttp", Dialect: task.DialectR2E}, diffFile("add", "r2e_tests/test_1.py", "+def test_a(): pass"), []string{"hidden-test r2e_tests/test_1.py"}},
 		{".pth", djangoTask(), diffFile("add", "evil.pth", "+import os"), []string{"startup-hook evil.pth"}},
 		{"sitecustomize anywhere", djangoTask(), diffFile("add", "django/sitecustomize.py", "+x = 1"), []string{"startup-hook django/sitecustomize.py"}},
 		{"usercustomize", djangoTask(), diffFile("add", "usercustomize.py", "+x = 1"), []string{"startup-hook usercustomize.py"}},
@@ -145,6 +146,7 @@ func TestCheck(t *testing.T) {
 		{"go init without test flags", &task.Task{Repo: "gin-gonic/gin"}, diffFile("mod", "gin.go", "x", "+func init() { flag.Set(\"v\", \"1\") }"), nil},
 		{"TestMain outside a test file", &task.Task{Repo: "gin-gonic/gin"}, diffFile("mod", "gin.go", "x", "+func TestMain() {}"), nil},
 		{"empty patch", djangoTask(), "", nil},
+		{"r2e_tests in a swebench task", djangoTask(), diffFile("add", "r2e_tests/notes.txt", "+x"), nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
