@@ -50,6 +50,9 @@ const (
 	// KindFrameworkPatch: added code that replaces parts of the test
 	// framework or ends the process early.
 	KindFrameworkPatch Kind = "framework-patch"
+	// KindBinary: compiled code Python or node loads in place of the
+	// source (.pyc, extension modules) or a jest manual mock.
+	KindBinary Kind = "binary"
 )
 
 // Finding is one reason to distrust a run of the patch.
@@ -214,6 +217,12 @@ func (c *checker) file(f fileChange) []Finding {
 		add(KindStartupHook, "a .pth file, which Python runs at start-up")
 	case base == "sitecustomize.py" || base == "usercustomize.py":
 		add(KindStartupHook, "%s, which Python imports at start-up", strings.TrimSuffix(base, ".py"))
+	case strings.HasSuffix(base, ".pyc") || strings.HasSuffix(base, ".pyo") || strings.Contains(p, "__pycache__/"):
+		add(KindBinary, "compiled Python bytecode, which an import may run instead of the source")
+	case (strings.HasSuffix(base, ".so") || strings.HasSuffix(base, ".pyd")) && f.Added:
+		add(KindBinary, "a compiled extension module, which an import prefers to the source")
+	case strings.Contains("/"+p, "/__mocks__/") && f.Added:
+		add(KindBinary, "a jest manual mock, used in place of the real module")
 	case base == "conftest.py":
 		add(KindConftest, "a pytest conftest.py, loaded into the test run as a plugin")
 	case c.runners[p] || c.runners[f.OldPath] || (knownRunners[p] && !f.Added):
@@ -304,7 +313,8 @@ var (
 	cargoTestKeys = regexp.MustCompile(`^\s*(harness\s*=\s*false|\[\[test\]\]|\[patch\.|test\s*=\s*false)`)
 	goModTestLibs = regexp.MustCompile(`^\s*(replace\b.*)?(github\.com/stretchr/testify|gopkg\.in/check|github\.com/onsi/(ginkgo|gomega)|github\.com/google/go-cmp|gotest\.tools)\b.*=>`)
 	cmakeTestKeys = regexp.MustCompile(`\b(add_test|set_tests_properties|WILL_FAIL|enable_testing)\b`)
-	setupPyHooks  = regexp.MustCompile(`\bcmdclass\b|\bpytest11\b`)
+	setupPyHooks  = regexp.MustCompile(`\bcmdclass\b|\bpytest11\b|\.pth\b|site-packages|getsitepackages`)
+	makeTestKeys  = regexp.MustCompile(`^\s*[\w.-]*(test|check)[\w.-]*\s*:|\b(TESTS|TEST_\w+|check_PROGRAMS)\s*[+:]?=`)
 )
 
 // testConfig says how f changes the configuration of a test run, or "".
@@ -352,6 +362,10 @@ func (c *checker) testConfig(f fileChange) string {
 		if l := anyLine(goModTestLibs); l != "" {
 			return "replaces a test library: " + clip(l)
 		}
+	case (base == "Makefile" || base == "GNUmakefile" || base == "Makefile.am" || base == "Makefile.in") && strings.HasPrefix(c.testCmd, "make"):
+		if l := anyLine(makeTestKeys); l != "" {
+			return "changes the make targets the eval script runs the tests with: " + clip(l)
+		}
 	case base == "CMakeLists.txt":
 		if l := anyLine(cmakeTestKeys); l != "" {
 			return "changes the registered tests: " + clip(l)
@@ -373,8 +387,9 @@ var frameworkPatterns = map[string][]*regexp.Regexp{
 		regexp.MustCompile(`\b_?pytest\.(\w+\.)*\w+\s*=[^=]`),
 		regexp.MustCompile(`\bsys\.modules\s*\[\s*['"](unittest|_?pytest|pluggy|doctest|builtins|sys)\b`),
 		regexp.MustCompile(`\bsetattr\(\s*(unittest|_?pytest|builtins|TestCase|\w*TestResult|\w*TestRunner)\b`),
-		regexp.MustCompile(`\b(builtins|__builtins__)\s*(\.\s*\w+|\[[^\]]+\])\s*=[^=]`),
-		regexp.MustCompile(`\bos\._exit\(\s*0?\s*\)`),
+		regexp.MustCompile(`\b(builtins|__builtins__)(\s*(\.\s*\w+|\[[^\]]+\]))+\s*=[^=]`),
+		regexp.MustCompile(`\bos\._exit\(\s*0?\s*\)|\batexit\.register\(\s*os\._exit\b`),
+		regexp.MustCompile(`\b(TestReport|CallInfo|TerminalReporter)\.\w+\s*=[^=]`),
 		regexp.MustCompile(`^\s*(async\s+)?def\s+pytest_(runtest_\w+|collection_\w+|collect_file|pycollect_\w+|pyfunc_call|report_\w+|terminal_summary|sessionfinish|make_collect_report|itemcollected)\s*\(`),
 		regexp.MustCompile(`^\s*pytest_plugins\s*=`),
 		regexp.MustCompile(`\b(numpy\.)?testing\.assert_\w+\s*=[^=]`),

@@ -31,10 +31,18 @@ func TestGoldPatchesNotFlagged(t *testing.T) {
 			for _, s := range goldFlags[name] {
 				allowed[s] = true
 			}
-			flagged := 0
+			flagged, testPatches := 0, 0
 			var unexpected []string
 			for i := range res.Tasks {
 				tk := &res.Tasks[i]
+				// The check is not blind: the test patches, graded as if
+				// they were the model's (nothing would reset them), touch
+				// test files.
+				bare := *tk
+				bare.TestPatch = ""
+				if len(Check(&bare, tk.TestPatch)) > 0 {
+					testPatches++
+				}
 				fs := Check(tk, tk.Patch)
 				if len(fs) > 0 {
 					flagged++
@@ -47,7 +55,10 @@ func TestGoldPatchesNotFlagged(t *testing.T) {
 				}
 			}
 			sort.Strings(unexpected)
-			t.Logf("%s: %d gold patches, %d flagged (%d justified findings)", name, len(res.Tasks), flagged, len(goldFlags[name]))
+			t.Logf("%s: %d gold patches, %d flagged (%d justified findings); %d of the test patches flagged as a model's patch", name, len(res.Tasks), flagged, len(goldFlags[name]), testPatches)
+			if testPatches < len(res.Tasks)*9/10 {
+				t.Errorf("only %d of %d test patches flagged when graded as a model's patch", testPatches, len(res.Tasks))
+			}
 			if len(unexpected) > 0 {
 				t.Errorf("%d false alarms on gold patches:\n%s", len(unexpected), strings.Join(unexpected, "\n"))
 			}
