@@ -160,6 +160,8 @@ func testCommand(script string) string {
 	return strings.TrimSpace(cmd)
 }
 
+var assignment = regexp.MustCompile(`^\w+=`)
+
 // runnerPaths are the repository files a test command runs as programs:
 // its first word past variable assignments when that is a path, and the
 // script python runs.
@@ -167,7 +169,7 @@ func runnerPaths(cmd string) []string {
 	var out []string
 	for line := range strings.SplitSeq(cmd, "\n") {
 		words := strings.Fields(line)
-		for len(words) > 0 && regexp.MustCompile(`^\w+=`).MatchString(words[0]) {
+		for len(words) > 0 && assignment.MatchString(words[0]) {
 			words = words[1:]
 		}
 		if len(words) == 0 {

@@ -65,3 +65,16 @@ func TestGoldPatchesNotFlagged(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCheck times the static check over Verified's gold patches.
+func BenchmarkCheck(b *testing.B) {
+	res, err := task.Load(context.Background(), filepath.Join(testutil.SharedDir(b), "data", "swebench", "verified-test.parquet"), task.LoadOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		tk := &res.Tasks[i%len(res.Tasks)]
+		Check(tk, tk.Patch)
+	}
+}
