@@ -243,18 +243,19 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			if can, tk, err = withCanaries(ctx, box, tk); err != nil {
 				return nil, err
 			}
-			out.Canaries = "checked"
-			if !can.Available() {
-				out.Canaries = can.Unavailable
-			}
+			out.Canaries = can.Unavailable
 		}
 		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWEBench(rr.Result)
-		if can != nil && rr.Result.Found {
-			out.Tampered = append(out.Tampered, can.Verify(rr.Result.Status, rr.Result.Resolved)...)
+		if can != nil && can.Available() {
+			out.Canaries = "not checked: no valid test run"
+			if rr.Result.Found {
+				out.Canaries = "checked"
+				out.Tampered = append(out.Tampered, can.Verify(rr.Result.Status, rr.Result.Resolved)...)
+			}
 		}
 		a = rr.Attempt
 	case task.GraderSWEFactory:
