@@ -140,6 +140,7 @@ class HostTests(unittest.TestCase):
 `},
 		{"any TestCase class", "tests/app/tests.py", "*", "import unittest\n\n\nclass Helper:\n    def test_no(self):\n        pass\n\n\nclass HostTests(unittest.TestCase):\n    def test_one(self):\n        pass\n"},
 		{"named class missing", "tests/app/tests.py", "Gone", "import unittest\n\n\nclass HostTests(unittest.TestCase):\n    def test_one(self):\n        pass\n"},
+		{"latin-1 file", "pkg/tests/test_mod.py", "", "# -*- coding: latin-1 -*-\nNAME = '\xe9t\xe9'\n\n\ndef test_one():\n    assert NAME\n"},
 		{"module functions", "pkg/tests/test_mod.py", "", `import unittest
 from unittest import TestCase as sorted  # shadows a builtin, harmlessly for the canaries
 

@@ -5,7 +5,13 @@ BLOCKS = ["def test_sort_cached_rows(self):\n    counts = {\"attrs\": 19}\n    c
 rnd = random.Random(3464949169221359)
 with io.open(PATH, "rb") as f:
     src = f.read()
-lines = src.decode("utf-8").splitlines(True)
+try:
+    enc = "utf-8"
+    text = src.decode(enc)
+except UnicodeDecodeError:
+    enc = "latin-1"
+    text = src.decode(enc)
+lines = text.splitlines(True)
 if lines and not lines[-1].endswith("\n"):
     lines[-1] += "\n"
 body = ast.parse(src).body
@@ -35,4 +41,4 @@ for spot, block in zip(picks, blocks):
     code = "".join(indent + l if l.strip() else l for l in block.splitlines(True))
     lines.insert(at, code + ("\n" if HOST else "\n\n"))
 with io.open(PATH, "wb") as f:
-    f.write("".join(lines).encode("utf-8"))
+    f.write("".join(lines).encode(enc))
