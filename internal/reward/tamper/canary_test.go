@@ -3,6 +3,7 @@ package tamper
 import (
 	"context"
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -56,7 +57,9 @@ func TestCanaryGolden(t *testing.T) {
 			if strings.Contains(script, c.MustFail) || strings.Contains(script, c.MustPass) {
 				t.Errorf("the script names a canary")
 			}
-			golden(t, filepath.Join("testdata", "canary", id+".sh"), script)
+			// The golden file keeps only the change and the lines around it
+			// (the scripts themselves are the dataset's, read at test time).
+			golden(t, filepath.Join("testdata", "canary", id+".change"), scriptChange(tk.EvalScript, script))
 			golden(t, filepath.Join("testdata", "canary", id+".injector.py"), string(c.Injector()))
 		})
 	}
@@ -250,3 +253,15 @@ func TestVerify(t *testing.T) {
 }
 
 func newTestRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 99)) }
+
+// scriptChange describes where Script put its line: the line number, the
+// line before, the new line and the line after.
+func scriptChange(before, after string) string {
+	a, b := strings.Split(before, "\n"), strings.Split(after, "\n")
+	for i := range b {
+		if i >= len(a) || a[i] != b[i] {
+			return fmt.Sprintf("line %d\n  before: %s\n  added:  %s\n  after:  %s\n", i+1, b[i-1], b[i], b[i+1])
+		}
+	}
+	return "no change\n"
+}
