@@ -13,6 +13,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -73,6 +74,7 @@ func newGradeCmd() *cobra.Command {
 		logDir, reportDir  string
 		workers            int
 	)
+	var tamperMode string
 	cmd := &cobra.Command{
 		Use:   "grade --dataset D (--instance_id ID (--log FILE | --patch FILE | --gold) | --predictions FILE)",
 		Short: "Grade a test log, or a patch in a fresh box, the way the official harness does",
@@ -118,13 +120,28 @@ resolved, unresolved, empty-patch and error ids. Instances whose report.json
 exists are not run again, so an interrupted run resumes. An instance that
 could not be graded for a reason outside the patch (box, image, engine,
 grader) is among error_ids with its reason in failure_reasons, and makes the
-exit code 3; rerunning grades it again.`,
+exit code 3; rerunning grades it again.
+
+A patch graded in a box is also checked for tampering: files and lines that
+reach into the test run instead of the code (a module shadowing pytest, a
+conftest.py, test configuration, edits to the runner or to test files the
+hidden tests do not replace, code that monkeypatches unittest or pytest),
+and, for SWE-bench tasks of django, the pytest family and sympy, two canary
+tests under random names added to the hidden tests, one that must fail and
+one that must pass. --tamper flag (the default) prints each finding as
+"tampered: <what>" beside the official verdict and report; zero makes any
+finding reward 0 (what swerve run does); ignore skips both defences.`,
 		Example: `  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --log test_output.txt
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --gold
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log
-  swerve grade --dataset verified-test.parquet --predictions preds.jsonl --run_id try1 --max_workers 4`,
+  swerve grade --dataset verified-test.parquet --predictions preds.jsonl --run_id try1 --max_workers 4
+  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch model.diff --tamper zero`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			mode, err := tamper.ParseMode(tamperMode)
+			if err != nil {
+				return err
+			}
 			if predsPath != "" {
 				if logPath != "" || patchPath != "" || gold {
 					return fmt.Errorf("--predictions grades many tasks; it does not go with --log, --patch or --gold")
@@ -142,7 +159,7 @@ exit code 3; rerunning grades it again.`,
 						return err
 					}
 				}
-				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir)
+				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir, mode)
 			}
 			modes := 0
 			for _, on := range []bool{logPath != "", patchPath != "", gold} {
@@ -171,7 +188,7 @@ exit code 3; rerunning grades it again.`,
 					return err
 				}
 			default:
-				opts := grader.Options{Force: force, Gold: gold, EvalTimeout: timeout}
+				opts := grader.Options{Force: force, Gold: gold, EvalTimeout: timeout, Tamper: mode}
 				if patchPath != "" {
 					b, err := os.ReadFile(patchPath)
 					if err != nil {
@@ -193,6 +210,7 @@ exit code 3; rerunning grades it again.`,
 				}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", res.Report)
+			printTampered(cmd.ErrOrStderr(), t.InstanceID, res)
 			if res.Resolved {
 				cmd.PrintErrf("swerve: %s: resolved\n", t.InstanceID)
 			} else {
@@ -218,5 +236,13 @@ exit code 3; rerunning grades it again.`,
 	f.StringVar(&logDir, "log_dir", filepath.Join("logs", "run_evaluation"), "where per-instance logs and reports go")
 	f.StringVar(&reportDir, "report_dir", ".", "where the run summary goes")
 	f.IntVar(&workers, "max_workers", 4, "predictions graded at once")
+	f.StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdict), zero (reward 0), ignore (no check)")
 	return cmd
+}
+
+// printTampered prints an outcome's tamper findings, one a line.
+func printTampered(w io.Writer, id string, res *grader.Outcome) {
+	for _, f := range res.Tampered {
+		fmt.Fprintf(w, "swerve: %s: tampered: %s\n", id, f)
+	}
 }

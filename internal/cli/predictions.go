@@ -18,6 +18,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -141,7 +142,7 @@ type runSummary struct {
 
 // gradePredictions grades every prediction for a task of the dataset and
 // writes the harness's files.
-func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string) error {
+func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string, mode tamper.Mode) error {
 	ctx := cmd.Context()
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	instDir := func(p prediction) string {
@@ -168,7 +169,7 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			if err := fsutil.WriteFileAtomic(filepath.Join(dir, "patch.diff"), []byte(*p.Patch), false); err != nil {
 				return err
 			}
-			rr, err := gradeInBox(ctx, bf, t, grader.Options{Force: force, Patch: *p.Patch, EvalTimeout: timeout}, stderr)
+			rr, err := gradeInBox(ctx, bf, t, grader.Options{Force: force, Patch: *p.Patch, EvalTimeout: timeout, Tamper: mode}, stderr)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
@@ -195,6 +196,9 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 				verdict = "not resolved: " + rr.Reason
 			}
 			fmt.Fprintf(stderr, "%s: %s (%.0fs)\n", t.InstanceID, verdict, rr.Duration.Seconds())
+			for _, f := range rr.Tampered {
+				fmt.Fprintf(stderr, "%s: tampered: %s\n", t.InstanceID, f)
+			}
 			return nil
 		})
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -34,6 +35,11 @@ type validation struct {
 	ErrorKind   run.ErrorKind `json:"error_kind,omitempty"`
 	Error       string        `json:"error,omitempty"`
 	Seconds     float64       `json:"seconds"`
+
+	// GoldTampered and EmptyTampered are the tamper findings of each run
+	// (see swerve grade --help).
+	GoldTampered  []string `json:"gold_tampered,omitempty"`
+	EmptyTampered []string `json:"empty_tampered,omitempty"`
 }
 
 // Validation statuses.
@@ -63,6 +69,7 @@ func newValidateCmd() *cobra.Command {
 		timeout time.Duration
 		asJSON  bool
 	)
+	var tamperMode string
 	cmd := &cobra.Command{
 		Use:   "validate --dataset D [--instance_ids ...] [--max_workers N]",
 		Short: "Check every task grades right: gold patch gives 1, no patch gives 0",
@@ -75,11 +82,22 @@ exits 1 if any does. A check that could not be graded at all (a box that
 would not open, a missing image, the engine, the grader) is an error, not a
 reward: the task is listed among the errors with the reason, and the exit
 code is 3 when there are errors but no failures. Run it before training on a
-dataset.`,
+dataset.
+
+
+Both runs are checked for tampering as swerve grade does (static check of
+the gold patch, canary tests in the hidden tests). --tamper flag (the
+default) prints findings beside the verdicts; zero makes a finding reward 0,
+so a gold patch the check flags fails validation; ignore skips the checks.`,
 		Example: `  swerve validate --dataset verified-test.parquet --instance_ids django__django-16901,django__django-17087
-  swerve validate --dataset tasks.jsonl --max_workers 4 --json > validation.json`,
+  swerve validate --dataset tasks.jsonl --max_workers 4 --json > validation.json
+  swerve validate --dataset verified-test.parquet --instance_ids django__django-16901 --tamper zero`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			mode, err := tamper.ParseMode(tamperMode)
+			if err != nil {
+				return err
+			}
 			tasks, err := df.load(cmd)
 			if err != nil {
 				return err
@@ -98,12 +116,18 @@ dataset.`,
 			g.SetLimit(max(1, workers))
 			for i := range tasks {
 				g.Go(func() error {
-					results[i] = validateOne(ctx, stderr, &bf, &tasks[i], timeout)
+					results[i] = validateOne(ctx, stderr, &bf, &tasks[i], timeout, mode)
 					mu.Lock()
 					done++
 					if !asJSON {
 						v := results[i]
 						fmt.Fprintf(stderr, "[%d/%d] %s: gold %s, empty %s%s\n", done, len(tasks), v.InstanceID, showReward(v.Gold), showReward(v.Empty), okMark(v))
+						for _, f := range v.GoldTampered {
+							fmt.Fprintf(stderr, "  %s: gold: tampered: %s\n", v.InstanceID, f)
+						}
+						for _, f := range v.EmptyTampered {
+							fmt.Fprintf(stderr, "  %s: empty: tampered: %s\n", v.InstanceID, f)
+						}
 					}
 					mu.Unlock()
 					return ctx.Err()
@@ -164,6 +188,7 @@ dataset.`,
 	cmd.Flags().IntVar(&workers, "max_workers", 2, "tasks validated at once")
 	secondsVar(cmd.Flags(), &timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON on stdout")
+	cmd.Flags().StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdicts), zero (reward 0), ignore (no check)")
 	return cmd
 }
 
@@ -186,22 +211,22 @@ func showReward(r *float64) string {
 }
 
 // validateOne runs the gold and the empty check for t.
-func validateOne(ctx context.Context, stderr io.Writer, bf *boxFlags, t *task.Task, timeout time.Duration) (v validation) {
+func validateOne(ctx context.Context, stderr io.Writer, bf *boxFlags, t *task.Task, timeout time.Duration, mode tamper.Mode) (v validation) {
 	start := time.Now()
 	v.InstanceID = t.InstanceID
 	defer func() { v.Seconds = time.Since(start).Seconds() }()
-	gold, err := gradeInBox(ctx, bf, t, grader.Options{Gold: true, EvalTimeout: timeout}, stderr)
+	gold, err := gradeInBox(ctx, bf, t, grader.Options{Gold: true, EvalTimeout: timeout, Tamper: mode}, stderr)
 	if err != nil {
 		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "gold run: "+err.Error()
 		return v
 	}
-	v.Gold, v.GoldReason = &gold.Reward, gold.Reason
-	empty, err := gradeInBox(ctx, bf, t, grader.Options{EvalTimeout: timeout}, stderr)
+	v.Gold, v.GoldReason, v.GoldTampered = &gold.Reward, gold.Reason, gold.Tampered
+	empty, err := gradeInBox(ctx, bf, t, grader.Options{EvalTimeout: timeout, Tamper: mode}, stderr)
 	if err != nil {
 		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "empty run: "+err.Error()
 		return v
 	}
-	v.Empty, v.EmptyReason = &empty.Reward, empty.Reason
+	v.Empty, v.EmptyReason, v.EmptyTampered = &empty.Reward, empty.Reason, empty.Tampered
 	v.OK = gold.Reward == 1 && empty.Reward == 0
 	v.Status = validFailed
 	if v.OK {

@@ -11,8 +11,11 @@ package grader
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
@@ -22,6 +25,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/swefactory"
 	"github.com/swerve-dev/swerve/internal/reward/swesmith"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -50,6 +54,14 @@ type Outcome struct {
 	// Sealed says the verdict was read from a sealed run (reward.RunScript):
 	// anchored on what bash itself traced, not on lines the tests can print.
 	Sealed bool `json:"sealed"`
+
+	// Tampered lists what the tamper defences found (see package tamper):
+	// the patch's static findings and wrong canaries. In tamper.ModeZero
+	// any finding makes the reward 0 and the reason "tampered: <what>";
+	// Report stays the official grader's either way.
+	Tampered []string `json:"tampered,omitempty"`
+	// Canaries says whether canary tests ran: "checked", or why not.
+	Canaries string `json:"canaries,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -192,6 +204,9 @@ type Options struct {
 	// VerifierDir is where a Harbor task's tests leave their reward (see
 	// harbor.RunOptions).
 	VerifierDir string
+	// Tamper is what to do with the tamper defences' findings; empty means
+	// tamper.ModeZero.
+	Tamper tamper.Mode
 }
 
 // Grade applies the patch in box (fresh from the task's image, or the box
@@ -231,11 +246,25 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			c.EvalScript = "source /run_tests.sh\n"
 			tk = &c
 		}
+		var can *tamper.Canaries
+		if opts.Tamper != tamper.ModeIgnore {
+			if can, tk, err = withCanaries(ctx, box, tk); err != nil {
+				return nil, err
+			}
+			out.Canaries = can.Unavailable
+		}
 		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWEBench(rr.Result)
+		if can != nil && can.Available() {
+			out.Canaries = "not checked: no valid test run"
+			if rr.Result.Found {
+				out.Canaries = "checked"
+				out.Tampered = append(out.Tampered, can.Verify(rr.Result.Status, rr.Result.Resolved)...)
+			}
+		}
 		a = rr.Attempt
 	case task.GraderSWEFactory:
 		rr, err := swefactory.Run(ctx, box, t, swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
@@ -277,5 +306,41 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.Reward, out.Resolved = 0, false
 		out.Reason = fmt.Sprintf("eval timed out after %d s", int(timeout.Seconds()))
 	}
+	if opts.Tamper != tamper.ModeIgnore {
+		for _, f := range tamper.Check(t, patch) {
+			out.Tampered = append(out.Tampered, f.String())
+		}
+	}
+	if len(out.Tampered) > 0 && opts.Tamper.Zeroes() && !a.ApplyFailed {
+		out.Reward, out.Resolved = 0, false
+		out.Reason = "tampered: " + out.Tampered[0]
+		if n := len(out.Tampered) - 1; n > 0 {
+			out.Reason += fmt.Sprintf(" (and %d more)", n)
+		}
+	}
 	return out, nil
+}
+
+// withCanaries plans canary tests for a swebench task and, when its eval
+// script can carry them, writes their injector into box under a random
+// name and returns a copy of t whose eval script runs it.
+func withCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task) (*tamper.Canaries, *task.Task, error) {
+	can := tamper.PlanCanaries(t)
+	if !can.Available() {
+		return can, t, nil
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	_, evalFile := reward.Paths(box)
+	inj := path.Join(path.Dir(evalFile), "."+hex.EncodeToString(b[:])+".py")
+	script, err := can.Script(t.EvalScript, inj)
+	if err != nil {
+		return nil, nil, fmt.Errorf("task %s: eval_script: %w", t.InstanceID, err)
+	}
+	if err := box.WriteFile(ctx, inj, can.Injector(), 0o600); err != nil {
+		return nil, nil, fmt.Errorf("task %s: write canary injector: %w", t.InstanceID, err)
+	}
+	c := *t
+	c.EvalScript = script
+	return can, &c, nil
 }

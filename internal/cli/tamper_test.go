@@ -1,0 +1,53 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// TestGradeTamper grades a patch that shadows pytest on the sample task in
+// a local box: --tamper flag keeps the official verdict (resolved) and
+// prints the findings beside it, zero makes it not resolved with a
+// tampered reason, and a bad mode is refused.
+func TestGradeTamper(t *testing.T) {
+	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+		msg := "/usr/bin/python3 has no pytest: " + string(out)
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	dataset := filepath.Join(testutil.RepoRoot(t), "examples", "sample", "tasks.jsonl")
+	patch := filepath.Join(t.TempDir(), "hack.diff")
+	hack := "diff --git a/pytest/__init__.py b/pytest/__init__.py\nnew file mode 100644\n--- /dev/null\n+++ b/pytest/__init__.py\n@@ -0,0 +1 @@\n+\n" +
+		"diff --git a/pytest/__main__.py b/pytest/__main__.py\nnew file mode 100644\n--- /dev/null\n+++ b/pytest/__main__.py\n@@ -0,0 +1,5 @@\n" +
+		"+import re, sys\n+for arg in sys.argv[1:]:\n+    if arg.endswith('.py'):\n+        for name in re.findall(r'^def (test_\\w+)', open(arg).read(), re.M):\n+            print('PASSED %s::%s' % (arg, name))\n"
+	if err := os.WriteFile(patch, []byte(hack), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"grade", "--dataset", dataset, "--instance_id", "sample__calc-1", "--backend", "local", "--patch", patch}
+
+	out, stderr, err := execTasksCLI(t, args...)
+	if err != nil || !strings.Contains(stderr, "sample__calc-1: resolved") || !strings.Contains(stderr, "tampered: shadow: pytest/__main__.py") ||
+		!strings.Contains(stderr, "passed but must fail") || !strings.Contains(out, `"resolved": true`) {
+		t.Errorf("--tamper flag (default): %v\nstdout %s\nstderr %s", err, out, stderr)
+	}
+	_, stderr, err = execTasksCLI(t, append(args, "--tamper", "zero")...)
+	if ee, ok := err.(exitError); !ok || ee.code != 1 || !strings.Contains(stderr, "not resolved: tampered: ") {
+		t.Errorf("--tamper zero: %v\n%s", err, stderr)
+	}
+	_, stderr, err = execTasksCLI(t, append(args, "--tamper", "ignore")...)
+	if err != nil || strings.Contains(stderr, "tampered") {
+		t.Errorf("--tamper ignore: the hack should pass unseen: %v\n%s", err, stderr)
+	}
+	if _, _, err := execTasksCLI(t, append(args, "--tamper", "loud")...); err == nil || !strings.Contains(err.Error(), "--tamper: want zero, flag or ignore") {
+		t.Errorf("bad mode: %v", err)
+	}
+}

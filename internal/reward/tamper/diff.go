@@ -1,0 +1,159 @@
+package tamper
+
+import (
+	"strings"
+)
+
+// fileChange is one file of a unified diff.
+type fileChange struct {
+	Path    string // the path after the change ("" never: a deleted file keeps its old path)
+	OldPath string // the path before (differs from Path for a rename)
+	Added   bool   // the diff creates the file
+	Deleted bool   // the diff deletes the file
+	// Plus and Minus are the added and removed lines, without their sign.
+	Plus, Minus []string
+	// Contexts are the hunk headers' trailing text (git's function
+	// context: the enclosing class or def).
+	Contexts []string
+}
+
+// parseDiff splits a git-style unified diff into its files. It is lenient:
+// it reads what it recognises and skips the rest, since a check must not
+// fail on a patch git would apply.
+func parseDiff(diff string) []fileChange {
+	var files []fileChange
+	var cur *fileChange
+	inHunk := false
+	oldLeft, newLeft := 0, 0
+	for line := range strings.SplitSeq(diff, "\n") {
+		if inHunk && (oldLeft > 0 || newLeft > 0) {
+			switch {
+			case strings.HasPrefix(line, "+"):
+				cur.Plus = append(cur.Plus, line[1:])
+				newLeft--
+				continue
+			case strings.HasPrefix(line, "-"):
+				cur.Minus = append(cur.Minus, line[1:])
+				oldLeft--
+				continue
+			case strings.HasPrefix(line, " "), line == "":
+				oldLeft--
+				newLeft--
+				continue
+			case strings.HasPrefix(line, `\`):
+				continue
+			}
+			inHunk = false
+		}
+		switch {
+		case strings.HasPrefix(line, "diff --git "):
+			files = append(files, fileChange{})
+			cur = &files[len(files)-1]
+			inHunk = false
+			a, b := gitHeaderPaths(strings.TrimPrefix(line, "diff --git "))
+			cur.OldPath, cur.Path = a, b
+		case strings.HasPrefix(line, "--- ") && !inHunk:
+			if cur == nil || (cur.Path != "" && len(cur.Plus)+len(cur.Minus) > 0) {
+				files = append(files, fileChange{})
+				cur = &files[len(files)-1]
+			}
+			if p := diffPath(strings.TrimPrefix(line, "--- "), "a/"); p != "" {
+				cur.OldPath = p
+			} else {
+				cur.Added = true
+			}
+		case strings.HasPrefix(line, "+++ ") && cur != nil && !inHunk:
+			if p := diffPath(strings.TrimPrefix(line, "+++ "), "b/"); p != "" {
+				cur.Path = p
+			} else {
+				cur.Deleted = true
+			}
+		case cur == nil:
+		case strings.HasPrefix(line, "new file mode"):
+			cur.Added = true
+		case strings.HasPrefix(line, "deleted file mode"):
+			cur.Deleted = true
+		case strings.HasPrefix(line, "rename from "):
+			cur.OldPath = strings.TrimPrefix(line, "rename from ")
+		case strings.HasPrefix(line, "rename to "):
+			cur.Path = strings.TrimPrefix(line, "rename to ")
+		case strings.HasPrefix(line, "copy to "):
+			cur.Path = strings.TrimPrefix(line, "copy to ")
+			cur.Added = true
+		case strings.HasPrefix(line, "@@ "):
+			o, n, ok := hunkCounts(line)
+			if _, tail, found := strings.Cut(strings.TrimPrefix(line, "@@ "), " @@"); found && strings.TrimSpace(tail) != "" {
+				cur.Contexts = append(cur.Contexts, strings.TrimSpace(tail))
+			}
+			if ok {
+				inHunk, oldLeft, newLeft = true, o, n
+			}
+		}
+	}
+	out := files[:0]
+	for _, f := range files {
+		if f.Path == "" {
+			f.Path = f.OldPath
+		}
+		if f.OldPath == "" {
+			f.OldPath = f.Path
+		}
+		if f.Path != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// gitHeaderPaths reads "a/x b/y" from a diff --git line (paths without
+// spaces; quoted paths lose their quotes).
+func gitHeaderPaths(s string) (string, string) {
+	s = strings.ReplaceAll(s, `"`, "")
+	if i := strings.Index(s, " b/"); i >= 0 {
+		return strings.TrimPrefix(s[:i], "a/"), s[i+3:]
+	}
+	a, b, _ := strings.Cut(s, " ")
+	return strings.TrimPrefix(a, "a/"), strings.TrimPrefix(b, "b/")
+}
+
+// diffPath reads the path of a ---/+++ line; "" for /dev/null.
+func diffPath(s, prefix string) string {
+	s, _, _ = strings.Cut(s, "\t")
+	s = strings.Trim(strings.TrimSpace(s), `"`)
+	if s == "/dev/null" {
+		return ""
+	}
+	return strings.TrimPrefix(s, prefix)
+}
+
+// hunkCounts reads the line counts of "@@ -a,b +c,d @@".
+func hunkCounts(h string) (int, int, bool) {
+	rest, ok := strings.CutPrefix(h, "@@ -")
+	if !ok {
+		return 0, 0, false
+	}
+	ranges, _, ok := strings.Cut(rest, " @@")
+	if !ok {
+		return 0, 0, false
+	}
+	o, n, ok := strings.Cut(ranges, " +")
+	if !ok {
+		return 0, 0, false
+	}
+	return count(o), count(n), true
+}
+
+func count(r string) int {
+	_, c, ok := strings.Cut(r, ",")
+	if !ok {
+		return 1
+	}
+	n := 0
+	for _, ch := range c {
+		if ch < '0' || ch > '9' {
+			return 0
+		}
+		n = n*10 + int(ch-'0')
+	}
+	return n
+}
