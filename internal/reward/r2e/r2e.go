@@ -63,9 +63,14 @@ func ParserFor(repoName string) Parser { return ParsePytest }
 
 // ParsePytest reads the lines after pytest's "short test summary info"
 // header (as far as a second header, should there be one). A line that
-// mentions PASSED, else FAILED, else ERROR anywhere records that status for
-// the test it names; lines mentioning none of them (SKIPPED, XFAIL, the
-// final counts) are ignored.
+// starts with PASSED, FAILED or ERROR records that status for the test it
+// names; other lines (SKIPPED, XFAIL, the final counts) are ignored.
+//
+// R2E-Gym takes a line's status from the first of those words it contains
+// anywhere, PASSED first, so a failure whose message holds "PASSED" (an
+// assertion on a value whose repr the code under test chose) counts as a
+// pass there. pytest writes the status first on every summary line, which
+// is where swerve reads it: the same verdict on every honest log.
 func ParsePytest(log string) map[string]string {
 	out := map[string]string{}
 	parts := strings.SplitN(log, summaryHeader, 3)
@@ -75,13 +80,10 @@ func ParsePytest(log string) map[string]string {
 	section := strings.TrimFunc(parts[1], pyIsSpace)
 	for _, line := range strings.Split(section, "\n") {
 		var status string
-		switch {
-		case strings.Contains(line, Passed):
-			status = Passed
-		case strings.Contains(line, Failed):
-			status = Failed
-		case strings.Contains(line, Error):
-			status = Error
+		first, _, _ := strings.Cut(strings.TrimLeftFunc(line, pyIsSpace), " ")
+		switch first {
+		case Passed, Failed, Error:
+			status = first
 		default:
 			continue
 		}

@@ -148,7 +148,9 @@ func TestParsePytest(t *testing.T) {
 	}{
 		{"no header", "PASSED a.py::test_x\n", map[string]string{}},
 		{"only the first section", "short test summary info\nPASSED a.py::t1\nshort test summary info\nPASSED a.py::t2\n", map[string]string{"t1": "PASSED"}},
-		{"word anywhere in the line", "short test summary info\nFAILED a.py::t1 - expected PASSED\nXFAIL a.py::t2 - reason\n", map[string]string{"t1 - expected PASSED": "PASSED"}},
+		// R2E-Gym reads "PASSED" anywhere in the line and so records a pass
+		// here; the status is the line's first word.
+		{"a failure whose message says PASSED", "short test summary info\nFAILED a.py::t1 - expected PASSED\nXFAIL a.py::t2 - reason\n", map[string]string{"t1": "FAILED"}},
 		{"error without a node id", "short test summary info\nERROR a.py - ImportError\n", map[string]string{"": "ERROR"}},
 		{"classes and params", "short test summary info\nPASSED a.py::C::t[x::y]\n", map[string]string{"C.t[x.y]": "PASSED"}},
 	}
