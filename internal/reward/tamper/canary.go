@@ -393,8 +393,13 @@ func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 		return nil
 	}
 	var out []string
-	fail, okFail := lookup(sm, c.MustFail)
-	pass, okPass := lookup(sm, c.MustPass)
+	// Each canary is judged by the result that would hide a forgery: the
+	// must-fail one by its best result under any key the parser made for
+	// it, the must-pass one by its worst. A log that names a test twice
+	// (django files a failure under its label and again under "FAIL:")
+	// cannot pass one copy off as the verdict.
+	fail, okFail := lookup(sm, c.MustFail, true)
+	pass, okPass := lookup(sm, c.MustPass, false)
 	switch {
 	case okFail && (fail == "PASSED" || fail == "XFAIL"):
 		out = append(out, fmt.Sprintf("canary %s passed but must fail", c.MustFail))
@@ -416,8 +421,9 @@ func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 
 // lookup finds the result of test fn in sm, whatever form the parser
 // gives its key ("fn (mod.Class)", "path::fn", "path:fn", "fn"). A name
-// found under two keys that disagree counts as its worst result.
-func lookup(sm swebench.StatusMap, fn string) (swebench.Status, bool) {
+// found under several keys counts as its best result when best is set,
+// else as its worst.
+func lookup(sm swebench.StatusMap, fn string, best bool) (swebench.Status, bool) {
 	re := regexp.MustCompile(`(^|\W)` + regexp.QuoteMeta(fn) + `($|\W)`)
 	var got swebench.Status
 	found := false
@@ -425,7 +431,7 @@ func lookup(sm swebench.StatusMap, fn string) (swebench.Status, bool) {
 		if !re.MatchString(k) {
 			continue
 		}
-		if !found || rank(s) < rank(got) {
+		if !found || (best && rank(s) > rank(got)) || (!best && rank(s) < rank(got)) {
 			got = s
 		}
 		found = true

@@ -238,6 +238,10 @@ func TestVerify(t *testing.T) {
 		{"missing when unresolved", swebench.StatusMap{"test_x": "FAILED"}, false, ""},
 		{"must-pass failed", swebench.StatusMap{"test_merge_empty_keys": "FAILED", "test_parse_nested_rows": "FAILED"}, true, "canary test_parse_nested_rows failed but must pass"},
 		{"must-fail skipped", swebench.StatusMap{"test_merge_empty_keys": "SKIPPED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) was skipped"},
+		// A forger re-prints "... ok" for the canary after the real
+		// failure: the label key passes while django's "FAIL:" key fails.
+		{"must-fail passed under one of its keys", swebench.StatusMap{"test_merge_empty_keys (a.tests.T.test_merge_empty_keys)": "PASSED", "test_merge_empty_keys": "FAILED", "test_parse_nested_rows (a.tests.T.test_parse_nested_rows)": "PASSED"}, true, "canary test_merge_empty_keys passed but must fail"},
+		{"must-pass failed under one of its keys", swebench.StatusMap{"test_merge_empty_keys": "FAILED", "test_parse_nested_rows (a.tests.T)": "PASSED", "test_parse_nested_rows": "FAILED"}, true, "canary test_parse_nested_rows failed but must pass"},
 		{"longer names do not count", swebench.StatusMap{"test_merge_empty_keys_2": "FAILED", "test_parse_nested_rows": "PASSED"}, true, "canary test_merge_empty_keys (must fail) is missing from the log"},
 	}
 	for _, tc := range tests {
