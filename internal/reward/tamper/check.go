@@ -256,9 +256,41 @@ func (c *checker) file(f fileChange) []Finding {
 	if !c.ownFramework(p) {
 		if what := frameworkPatch(f, c.t.Repo); what != "" {
 			add(KindFrameworkPatch, "%s", what)
+		} else if what := rewritesTests(f); what != "" {
+			add(KindFrameworkPatch, "%s", what)
 		}
 	}
 	return out
+}
+
+// Lines of Python code that write a file, and string literals that name a
+// test module: code outside the tests that has both can rewrite the hidden
+// tests on disk before the runner imports them (and put them back after).
+var (
+	pyWritesFile   = regexp.MustCompile(`\bopen\([^)]*['"][wax]b?\+?['"]|\.write_(text|bytes)\(|\bshutil\.(copy\w*|move)\(|\bos\.(replace|rename)\(`)
+	pyNamesTestMod = regexp.MustCompile(`['"][^'"\n]*(\btests?\.py|\btest_\w+\.py|\w+_tests?\.py|/tests?/)[^'"\n]*['"]`)
+)
+
+// rewritesTests says how added Python code outside the tests writes files
+// and names a test module, or "".
+func rewritesTests(f fileChange) string {
+	if path.Ext(f.Path) != ".py" || isTestPath(f.Path) {
+		return ""
+	}
+	var write, names string
+	for _, l := range f.Plus {
+		code, _, _ := strings.Cut(l, "#")
+		if write == "" && pyWritesFile.MatchString(code) {
+			write = strings.TrimSpace(l)
+		}
+		if names == "" && pyNamesTestMod.MatchString(code) {
+			names = strings.TrimSpace(l)
+		}
+	}
+	if write == "" || names == "" {
+		return ""
+	}
+	return "writes files (`" + clip(write) + "`) and names a test module (`" + clip(names) + "`): it can rewrite the hidden tests"
 }
 
 // shadows reports the module p adds under one of the import roots when it
