@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
@@ -168,45 +170,59 @@ EOF`
 	}
 }
 
-// TestTamperCost measures what the defences cost per grade of a real
-// django task: the gold patch graded 5 times with them and 5 times
-// without, alternating, in one run; it logs the medians. Run it with
-// SWERVE_REALTASKS=1 SWERVE_TAMPER_COST=1.
-func TestTamperCost(t *testing.T) {
-	if os.Getenv("SWERVE_TAMPER_COST") != "1" {
-		t.Skip("set SWERVE_TAMPER_COST=1 to measure")
+// TestDefenceCost measures what every reward defence together costs per
+// grade on a real task: django__django-16901's gold patch graded box open to
+// close, five times each way, alternating, in one run. With: a hardened box
+// and Grade as swerve runs it (sealed, non-dumpable runner, kill-others,
+// static check, canaries, tamper mode zero). Without: an unhardened box and
+// the grade swerve did before the defences (the patch applied the same way,
+// `/bin/bash /eval.sh` with the dataset's script unchanged, the log graded
+// unsealed). Run it with SWERVE_DOCKER_TESTS=1 SWERVE_REALTASKS=1
+// SWERVE_DEFENCE_COST=1; it logs both medians and every sample.
+func TestDefenceCost(t *testing.T) {
+	if os.Getenv("SWERVE_DEFENCE_COST") != "1" {
+		t.Skip("set SWERVE_DEFENCE_COST=1 to measure the cost of the reward defences on a real task")
 	}
-	tasks, b := realTaskList(t)
-	var tk *task.Task
-	for _, x := range tasks {
-		if x.InstanceID == "django__django-16901" {
-			tk = x
+	eng, tasks := realTasks(t)
+	tk := tasks["django__django-16901"]
+	ctx := context.Background()
+	bare := func() {
+		box, err := eng.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Security: sandbox.Security{Unhardened: true}})
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if tk == nil {
-		t.Fatal("django__django-16901 not found")
+		defer box.Close(ctx)
+		if ok, log, err := reward.ApplyPatch(ctx, box, reward.Workdir, reward.PatchFile, tk.Patch); err != nil || !ok {
+			t.Fatalf("apply: %v %s", err, log)
+		}
+		if err := box.WriteFile(ctx, reward.EvalFile, []byte(tk.EvalScript), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", reward.EvalFile}, Cwd: reward.Workdir, Timeout: reward.DefaultEvalTimeout, MaxOutput: reward.MaxLog})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r, err := swebench.Evaluate(tk, string(res.Output), swebench.Options{}); err != nil || !r.Resolved {
+			t.Fatalf("without the defences: %v %+v", err, r)
+		}
 	}
 	var with, without []time.Duration
 	for range 5 {
-		for _, mode := range []tamper.Mode{tamper.ModeIgnore, tamper.ModeZero} {
-			start := time.Now()
-			out := gradeIn(t, b, tk, Options{Gold: true, Tamper: mode})
-			d := time.Since(start)
-			if out.Reward != 1 {
-				t.Fatalf("%s: gold reward %v (%s)", mode, out.Reward, out.Reason)
-			}
-			if mode == tamper.ModeZero {
-				with = append(with, d)
-			} else {
-				without = append(without, d)
-			}
+		start := time.Now()
+		bare()
+		without = append(without, time.Since(start))
+		start = time.Now()
+		if out := gradeIn(t, eng, tk, Options{Gold: true, Tamper: tamper.ModeZero}); out.Reward != 1 || !out.Sealed || out.Canaries != "checked" {
+			t.Fatalf("with the defences: reward %v (%s), sealed %v, canaries %q", out.Reward, out.Reason, out.Sealed, out.Canaries)
 		}
+		with = append(with, time.Since(start))
 	}
 	med := func(ds []time.Duration) time.Duration {
 		s := slices.Clone(ds)
 		slices.Sort(s)
 		return s[len(s)/2]
 	}
-	t.Logf("%s gold grade (box open to close), median of 5: %v with the defences, %v without (%+v); with %v, without %v",
-		tk.InstanceID, med(with).Round(time.Millisecond), med(without).Round(time.Millisecond), (med(with) - med(without)).Round(time.Millisecond), with, without)
+	mw, mo := med(with), med(without)
+	t.Logf("%s gold grade, box open to close, median of 5: %v with every defence, %v without (%+v, %+.1f%%); with %v; without %v",
+		tk.InstanceID, mw.Round(time.Millisecond), mo.Round(time.Millisecond), (mw - mo).Round(time.Millisecond), 100*float64(mw-mo)/float64(mo), with, without)
 }
