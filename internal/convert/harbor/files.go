@@ -149,36 +149,46 @@ func oneLine(s string) string {
 	}, s)
 }
 
-// testScript is tests/test.sh: run the eval script, keep its output in
-// the verifier's log directory, and turn its last OMNIGRIL_EXIT_CODE line
-// into reward.txt the way swerve's swefactory grader reads it (the printed
-// line itself, with an optional carriage return, not bash's trace of the
-// echo; the number 0, in any number of digits, is a pass).
+// testScript is tests/test.sh: source the eval script in the verifier's own
+// shell and turn the status its own `echo OMNIGRIL_EXIT_CODE=...` carries
+// into reward.txt (0, in any number of digits, is a pass).
+//
+// The status is taken from the command, not from the output: a DEBUG trap
+// sees each command before bash runs it, and when it is the eval script's
+// echo of the marker, expands its words in the verifier's shell. Whatever
+// the code under test prints — a marker line of its own, before or after
+// the script's, from a detached child — is never read, and a test that
+// kills the shell leaves no reward file, which Harbor reads as 0. The
+// reward is written by the shell's EXIT trap, so it is written however the
+// eval script ends (unless it sets an EXIT trap of its own, which
+// SWE-Factory's scripts do not: then there is no reward file, a 0).
 func testScript(id string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n# Harbor verifier for %s, made by swerve convert harbor.\n", oneLine(id))
 	b.WriteString(`#
 # tests/eval.sh is the dataset's eval script, unchanged: it puts the hidden
-# tests into the repository, runs them and prints
-# ` + swefactory.Marker + `=<exit status of the tests>. The reward is 1
-# when the last such line says 0, and 0 otherwise.
-set -uo pipefail
-
+# tests into the repository, runs them and echoes
+# ` + swefactory.Marker + `=<exit status of the tests>. The reward is 1 when
+# the status in that echo (its last one) is 0, read from the command as bash
+# runs it, never from what is printed; and 0 otherwise.
 verifier=` + harbor.VerifierDir + `
 mkdir -p "$verifier"
-bash ` + harbor.TestsDir + `/eval.sh 2>&1 | tee "$verifier/eval.log"
-
-status=$(awk '{ sub(/\r$/, "") } /^` + swefactory.Marker + `=[0-9]+$/ { s = substr($0, ` + fmt.Sprint(len(swefactory.Marker)+2) + `) } END { print s }' "$verifier/eval.log")
-case "$status" in
-"")
-	echo "swerve: the eval script printed no ` + swefactory.Marker + ` line: its tests did not finish" >&2
-	reward=0
-	;;
-*[!0]*) reward=0 ;;
-*) reward=1 ;;
-esac
-echo "swerve: ` + swefactory.Marker + `=${status:-none}, reward $reward"
-echo "$reward" > "$verifier/` + harbor.RewardText + `"
+swerve_status=
+swerve_reward() {
+	local reward=0
+	case "${swerve_status-}" in
+	"") echo "swerve: the eval script did not echo ` + swefactory.Marker + `: its tests did not finish" >&2 ;;
+	*[!0-9]*) ;;
+	*[!0]*) ;;
+	*) reward=1 ;;
+	esac
+	echo "swerve: ` + swefactory.Marker + `=${swerve_status:-none}, reward $reward"
+	echo "$reward" > "$verifier/` + harbor.RewardText + `"
+}
+trap '{ case $BASH_COMMAND in echo*` + swefactory.Marker + `=*) swerve_status=$(eval "printf %s ${BASH_COMMAND#echo}"); swerve_status=${swerve_status##*` + swefactory.Marker + `=} ;; esac; } 2>/dev/null' DEBUG
+trap swerve_reward EXIT
+set -o functrace # the DEBUG trap also sees the commands of the sourced script
+source ` + harbor.TestsDir + `/eval.sh
 `)
 	return b.String()
 }

@@ -21,8 +21,9 @@
 // the verdict has to be computable there with nothing but a shell. That
 // holds for rows graded by SWE-Factory's rule: the eval script prints
 // OMNIGRIL_EXIT_CODE=<status of the test command>, and the task is solved
-// when the last such line says 0. test.sh reads that line exactly as
-// swerve's swefactory grader does.
+// when the last such echo says 0. test.sh takes the status from the echo
+// command itself as bash runs it, never from printed output, as swerve's
+// swefactory grader takes it from bash's own trace (see testScript).
 //
 // Rows graded any other way are refused, naming the row and the reason:
 // SWE-bench and SWE-smith rows need the test log parsed with a

@@ -22,7 +22,6 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	rharbor "github.com/swerve-dev/swerve/internal/reward/harbor"
-	"github.com/swerve-dev/swerve/internal/reward/swefactory"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
@@ -310,32 +309,36 @@ func localBackend(t *testing.T) *local.Backend {
 }
 
 // TestConvertTestScriptReadsMarker runs the generated tests/test.sh under
-// swerve's harbor grader (local backend) on eval scripts that print the
-// marker in various ways, and checks it agrees with swerve's swefactory
-// grader reading the same output.
+// swerve's harbor grader (local backend) on eval scripts shaped like
+// SWE-Factory's (the tests, rc=$?, echo "OMNIGRIL_EXIT_CODE=$rc"), honest
+// and forging: the reward follows the status the script's own echo
+// carries, never a marker line the tests print.
 func TestConvertTestScriptReadsMarker(t *testing.T) {
 	b := localBackend(t)
+	const echo = "rc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\" # the status\n"
 	for _, tt := range []struct {
-		name   string
-		output string // what eval.sh prints (printf format)
-		want   float64
+		name  string
+		tests string // the test command and what follows it in eval.sh
+		want  float64
 	}{
-		{"zero", `tests ok\nOMNIGRIL_EXIT_CODE=0\n`, 1},
-		{"failure", `tests failed\nOMNIGRIL_EXIT_CODE=1\n`, 0},
-		{"zeros", `OMNIGRIL_EXIT_CODE=000\n`, 1},
-		{"large", `OMNIGRIL_EXIT_CODE=100000000000000000000\n`, 0},
-		{"carriage return", `OMNIGRIL_EXIT_CODE=0\r\n`, 1},
-		{"last line wins", `OMNIGRIL_EXIT_CODE=0\nOMNIGRIL_EXIT_CODE=2\n`, 0},
-		{"last line wins the other way", `OMNIGRIL_EXIT_CODE=2\nOMNIGRIL_EXIT_CODE=0\n`, 1},
-		{"trace only", `+ echo OMNIGRIL_EXIT_CODE=0\n`, 0},
-		{"not at line start", `x OMNIGRIL_EXIT_CODE=0\n`, 0},
-		{"trailing text", `OMNIGRIL_EXIT_CODE=0 done\n`, 0},
-		{"no newline at the end", `OMNIGRIL_EXIT_CODE=0`, 1},
-		{"nothing", ``, 0},
+		{"pass", "echo tests ok; (exit 0)\n" + echo, 1},
+		{"fail", "echo tests failed; (exit 1)\n" + echo, 0},
+		{"zeros", "echo ok\nrc=000\necho OMNIGRIL_EXIT_CODE=$rc\n", 1},
+		{"the status of the previous command", "(exit 0)\necho OMNIGRIL_EXIT_CODE=$?\n", 1},
+		{"the status of a failing previous command", "(exit 4)\necho OMNIGRIL_EXIT_CODE=$?\n", 0},
+		{"last echo wins", "(exit 0)\n" + echo + "(exit 2)\n" + echo, 0},
+		{"last echo wins the other way", "(exit 2)\n" + echo + "(exit 0)\n" + echo, 1},
+		{"cleanup after the echo", "(exit 0)\n" + echo + "cd / && false\n", 1},
+		{"the script exits after its echo", "(exit 0)\n" + echo + "exit 3\n", 1},
+		{"no echo", "echo tests ok # and no OMNIGRIL_EXIT_CODE echo\n", 0},
+		{"the tests print a marker and fail", "printf 'OMNIGRIL_EXIT_CODE=0\\n'; (exit 1)\n" + echo + "echo OMNIGRIL_EXIT_CODE=0 >/dev/null\n", 0},
+		{"the tests print a marker after the script's", "(exit 1)\n" + echo + "printf 'OMNIGRIL_EXIT_CODE=0\\n'\n", 0},
+		{"a detached child prints a marker", "(setsid sh -c 'sleep 0.2; echo OMNIGRIL_EXIT_CODE=0' &); (exit 1)\n" + echo + "sleep 0.5\n", 0},
+		{"the tests print a marker and kill the shell", "printf 'OMNIGRIL_EXIT_CODE=0\\n'; bash -c 'kill -9 $PPID'\n" + echo, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tk := factoryRow("marker")
-			tk.EvalScript = fmt.Sprintf("#!/bin/bash\n# prints OMNIGRIL_EXIT_CODE\nprintf '%s'\n", tt.output)
+			tk.EvalScript = "#!/bin/bash\nset -uxo pipefail\n" + tt.tests
 			dir := t.TempDir()
 			res, err := Convert(context.Background(), []task.Task{tk}, Options{OutDir: dir, Config: DefaultConfig()})
 			if err != nil {
@@ -353,15 +356,6 @@ func TestConvertTestScriptReadsMarker(t *testing.T) {
 			}
 			if out.Reward != tt.want {
 				t.Errorf("reward %v, want %v (%s)\n%s", out.Reward, tt.want, out.Reason, out.Log)
-			}
-			var printed bytes.Buffer
-			cmd := exec.Command("bash", "-c", "printf '"+tt.output+"'")
-			cmd.Stdout = &printed
-			if err := cmd.Run(); err != nil {
-				t.Fatal(err)
-			}
-			if sf := swefactory.Evaluate(&tk, printed.String()); sf.Reward != out.Reward {
-				t.Errorf("swefactory grader gives %v on the same output, test.sh %v", sf.Reward, out.Reward)
 			}
 		})
 	}
