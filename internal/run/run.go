@@ -176,12 +176,15 @@ type Record struct {
 	GivenUp bool `json:"given_up,omitempty"`
 
 	// Reward is 0 for status error, and counts nowhere.
-	Reward         float64         `json:"reward"`
-	RewardReason   string          `json:"reward_reason"`
-	Grader         string          `json:"grader,omitempty"`
-	Report         json.RawMessage `json:"report,omitempty"`
-	RewardCalcTime float64         `json:"reward_calc_time"`
-	TestTimeout    bool            `json:"test_timeout"`
+	Reward       float64         `json:"reward"`
+	RewardReason string          `json:"reward_reason"`
+	Grader       string          `json:"grader,omitempty"`
+	Report       json.RawMessage `json:"report,omitempty"`
+	// Tampered lists the tamper defences' findings (the reward is then 0
+	// and RewardReason says "tampered: ..."); see package tamper.
+	Tampered       []string `json:"tampered,omitempty"`
+	RewardCalcTime float64  `json:"reward_calc_time"`
+	TestTimeout    bool     `json:"test_timeout"`
 
 	ExitReason string `json:"exit_reason"`
 	ExitDetail string `json:"exit_detail,omitempty"`
@@ -697,7 +700,7 @@ func (r *runner) grade(ctx context.Context, t *task.Task, rec *Record, box sandb
 		}
 		return nil
 	}
-	rec.Reward, rec.RewardReason, rec.Grader, rec.Report = out.Reward, out.Reason, string(out.Grader), out.Report
+	rec.Reward, rec.RewardReason, rec.Grader, rec.Report, rec.Tampered = out.Reward, out.Reason, string(out.Grader), out.Report, out.Tampered
 	rec.TestOutput, rec.TestTimeout = out.Log, out.TimedOut
 	return nil
 }

@@ -348,3 +348,46 @@ func TestRunDiskFull(t *testing.T) {
 	}
 	checkOutputs(t, o.TrajDir, ids(tasks), len(tasks), false)
 }
+
+// TestRunTamperedIsZero: a model whose patch makes the tests pass without a
+// fix (a conftest.py that turns every report into a pass) gets reward 0 in
+// swerve run, with the finding recorded, and is left out of the
+// rejection-sampling trajectories.
+func TestRunTamperedIsZero(t *testing.T) {
+	var tasks []task.Task
+	for _, tk := range loadTasks(t, "examples/sample/tasks.jsonl") {
+		if tk.InstanceID == "sample__calc-1" {
+			tasks = append(tasks, tk)
+		}
+	}
+	if len(tasks) != 1 {
+		t.Fatal("sample__calc-1 not found")
+	}
+	const conftest = "```bash\ncat > conftest.py <<'EOF'\nimport pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\n" +
+		"def pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = \"passed\"\nEOF\n```"
+	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+	o.NewModel = func(*agent.Scaffold, *task.Task, string, agent.Mode) (llm.Client, error) {
+		return llm.NewScripted("replay/tamper", []llm.Message{
+			{Role: "assistant", Content: "Make every test report a pass.\n\n" + conftest},
+			{Role: "assistant", Content: "Done.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+		}), nil
+	}
+	sum, err := run.Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := run.LoadRecords(o.TrajDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := recs["sample__calc-1"]
+	if r == nil || r.Reward != 0 || !strings.HasPrefix(r.RewardReason, "tampered: ") || len(r.Tampered) == 0 || !strings.Contains(r.Patch, "conftest.py") {
+		t.Fatalf("record: %+v", r)
+	}
+	if sum.Resolved != 0 {
+		t.Errorf("resolved %d, want 0", sum.Resolved)
+	}
+	if lines := readLines(t, filepath.Join(o.TrajDir, "trajectories_rejection_sampling.jsonl")); len(lines) != 0 {
+		t.Errorf("%d rejection-sampling trajectories, want 0", len(lines))
+	}
+}
