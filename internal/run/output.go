@@ -45,14 +45,9 @@ type Metadata struct {
 	TokenUsage     TokenUsage `json:"token_usage"`
 	Model          string     `json:"model"`
 	Offline        bool       `json:"offline,omitempty"`
-	// Status is "graded", or "error" for a task that failed outside the
+	// Standing says whether the task was graded, or failed outside the
 	// model: its reward is then no result (see Record).
-	Status     string    `json:"status"`
-	Attempts   int       `json:"attempts"`
-	ErrorKind  ErrorKind `json:"error_kind,omitempty"`
-	ErrorStage string    `json:"error_stage,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	GivenUp    bool      `json:"given_up,omitempty"`
+	Standing
 }
 
 // TokenUsage is the token counts of metadata.json.
@@ -76,7 +71,7 @@ func writeTask(trajDir string, rec *Record) error {
 		Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		ExitReason: rec.ExitReason, ExpName: rec.ExpName, TestTimeout: rec.TestTimeout,
 		TokenUsage: usageOf(rec.Usage()), Model: rec.Model, Offline: rec.Offline,
-		Status: rec.Status, Attempts: rec.Attempts, ErrorKind: rec.ErrorKind, ErrorStage: rec.ErrorStage, Error: rec.Error, GivenUp: rec.GivenUp,
+		Standing: rec.Standing,
 	}
 	mj, err := json.MarshalIndent(meta, "", "  ")
 	if err != nil {

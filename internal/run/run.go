@@ -162,18 +162,7 @@ type Record struct {
 	// Offline is set for replay/..., oracle/gold and --run_golden runs.
 	Offline bool `json:"offline,omitempty"`
 
-	// Status is StatusGraded or StatusError; records of older versions
-	// have none and are graded.
-	Status string `json:"status"`
-	// Attempts counts the recorded attempts at the task, across runs.
-	Attempts int `json:"attempts"`
-	// ErrorKind, ErrorStage and Error say what failed, for status error.
-	ErrorKind  ErrorKind `json:"error_kind,omitempty"`
-	ErrorStage string    `json:"error_stage,omitempty"`
-	Error      string    `json:"error,omitempty"`
-	// GivenUp is set on an error record at the attempt bound of the run that
-	// wrote it: the task does not run again.
-	GivenUp bool `json:"given_up,omitempty"`
+	Standing
 
 	// Reward is 0 for status error, and counts nowhere.
 	Reward       float64         `json:"reward"`
@@ -204,6 +193,23 @@ type Record struct {
 
 // Failed reports whether the record is an error, not a reward.
 func (r *Record) Failed() bool { return r.Status == StatusError }
+
+// Standing is where a task stands after its attempts: graded, or an error
+// outside the model. Records and metadata.json carry it alike.
+type Standing struct {
+	// Status is StatusGraded or StatusError; records of older versions
+	// have none and are graded.
+	Status string `json:"status"`
+	// Attempts counts the recorded attempts at the task, across runs.
+	Attempts int `json:"attempts"`
+	// ErrorKind, ErrorStage and Error say what failed, for status error.
+	ErrorKind  ErrorKind `json:"error_kind,omitempty"`
+	ErrorStage string    `json:"error_stage,omitempty"`
+	Error      string    `json:"error,omitempty"`
+	// GivenUp is set on an error record at the attempt bound of the run that
+	// wrote it: the task does not run again.
+	GivenUp bool `json:"given_up,omitempty"`
+}
 
 // Steps is the number of model turns.
 func (r *Record) Steps() int {
@@ -537,7 +543,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		Model:       o.ModelName,
 		Config:      o.Config,
 		Fingerprint: r.fingerprint,
-		Status:      StatusGraded,
+		Standing:    Standing{Status: StatusGraded},
 		Started:     time.Now(),
 	}
 	if o.RunGolden {
