@@ -130,7 +130,10 @@ and, for SWE-bench tasks of django, the pytest family and sympy, two canary
 tests under random names added to the hidden tests, one that must fail and
 one that must pass. --tamper flag (the default) prints each finding as
 "tampered: <what>" beside the official verdict and report; zero makes any
-finding reward 0 (what swerve run does); ignore skips both defences.`,
+finding reward 0 (what swerve run does); ignore skips both defences. With
+--predictions the findings are kept in tampered.json beside report.json and
+listed in the summary's tampered_ids (the reason in failure_reasons); under
+zero those instances count as unresolved.`,
 		Example: `  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --log test_output.txt
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --gold
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log

@@ -137,7 +137,11 @@ type runSummary struct {
 	AmbiguousFailureIDs []string          `json:"ambiguous_failure_ids"`
 	FailureReasons      map[string]string `json:"failure_reasons"`
 	ErrorIDs            []string          `json:"error_ids"`
-	SchemaVersion       int               `json:"schema_version"`
+	// TamperedIDs are the instances the tamper defences found something
+	// in (swerve's addition; the finding is in failure_reasons). Under
+	// --tamper zero they are unresolved, whatever their report says.
+	TamperedIDs   []string `json:"tampered_ids"`
+	SchemaVersion int      `json:"schema_version"`
 }
 
 // gradePredictions grades every prediction for a task of the dataset and
@@ -199,6 +203,12 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			for _, f := range rr.Tampered {
 				fmt.Fprintf(stderr, "%s: tampered: %s\n", t.InstanceID, f)
 			}
+			if len(rr.Tampered) > 0 {
+				// Kept beside the report, so that a rerun's summary counts
+				// them too.
+				b, _ := json.Marshal(rr.Tampered)
+				return fsutil.WriteFileAtomic(filepath.Join(dir, tamperedFile), append(b, '\n'), false)
+			}
 			return nil
 		})
 	}
@@ -208,7 +218,7 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 
 	sum := runSummary{Total: len(tasks), Submitted: len(preds), SchemaVersion: 2, FailureReasons: map[string]string{}}
 	sets := map[*[]string]bool{}
-	for _, s := range []*[]string{&sum.CompletedIDs, &sum.IncompleteIDs, &sum.EmptyPatchIDs, &sum.ResolvedIDs, &sum.UnresolvedIDs, &sum.InfraFailureIDs, &sum.AmbiguousFailureIDs, &sum.ErrorIDs} {
+	for _, s := range []*[]string{&sum.CompletedIDs, &sum.IncompleteIDs, &sum.EmptyPatchIDs, &sum.ResolvedIDs, &sum.UnresolvedIDs, &sum.InfraFailureIDs, &sum.AmbiguousFailureIDs, &sum.ErrorIDs, &sum.TamperedIDs} {
 		*s = []string{}
 		sets[s] = true
 	}
@@ -240,6 +250,13 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 		if err != nil {
 			sum.ErrorIDs = append(sum.ErrorIDs, t.InstanceID)
 			continue
+		}
+		if found := readTampered(filepath.Join(instDir(p), tamperedFile)); len(found) > 0 {
+			sum.TamperedIDs = append(sum.TamperedIDs, t.InstanceID)
+			sum.FailureReasons[t.InstanceID] = "tampered: " + strings.Join(found, "; ")
+			if mode == tamper.ModeZero {
+				resolved = false
+			}
 		}
 		if resolved {
 			sum.ResolvedIDs = append(sum.ResolvedIDs, t.InstanceID)
@@ -290,4 +307,22 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 		return exitError{exitTaskErrors}
 	}
 	return nil
+}
+
+// tamperedFile holds, beside an instance's report.json, the tamper
+// findings of its grade (a JSON list of strings); absent when there were
+// none.
+const tamperedFile = "tampered.json"
+
+// readTampered reads a tamperedFile; nil when there is none.
+func readTampered(path string) []string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil
+	}
+	var found []string
+	if json.Unmarshal(b, &found) != nil {
+		return []string{"unreadable " + tamperedFile}
+	}
+	return found
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,5 +50,31 @@ func TestGradeTamper(t *testing.T) {
 	}
 	if _, _, err := execTasksCLI(t, append(args, "--tamper", "loud")...); err == nil || !strings.Contains(err.Error(), "--tamper: want zero, flag or ignore") {
 		t.Errorf("bad mode: %v", err)
+	}
+
+	// grade --predictions: the findings are kept beside report.json, listed
+	// in the summary's tampered_ids with the reason, and under --tamper zero
+	// the instance is unresolved (also when a rerun reuses the report).
+	dir := t.TempDir()
+	preds := filepath.Join(dir, "preds.jsonl")
+	line, _ := json.Marshal(map[string]any{"instance_id": "sample__calc-1", "model_name_or_path": "m", "model_patch": hack})
+	if err := os.WriteFile(preds, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pargs := []string{"grade", "--dataset", dataset, "--instance_ids", "sample__calc-1", "--backend", "local", "--predictions", preds, "--run_id", "tp", "--log_dir", filepath.Join(dir, "logs"), "--report_dir", dir}
+	for _, tc := range []struct {
+		mode     string
+		resolved bool
+	}{{"flag", true}, {"zero", false}} {
+		if _, stderr, err := execTasksCLI(t, append(pargs, "--tamper", tc.mode)...); err != nil && tc.resolved {
+			t.Fatalf("grade --predictions --tamper %s: %v\n%s", tc.mode, err, stderr)
+		}
+		var run runSummary
+		if err := readJSONFile(filepath.Join(dir, "m.tp.json"), &run); err != nil {
+			t.Fatal(err)
+		}
+		if len(run.TamperedIDs) != 1 || !strings.HasPrefix(run.FailureReasons["sample__calc-1"], "tampered: ") || (len(run.ResolvedIDs) == 1) != tc.resolved {
+			t.Errorf("--tamper %s: summary %+v", tc.mode, run)
+		}
 	}
 }
