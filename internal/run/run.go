@@ -590,7 +590,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
 		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
 			rec.ExitReason = string(agent.ExitSandboxError)
-			kind, _ := Classify(PhaseOpen, err)
+			kind, _ := Classify(PhaseSetup, err)
 			rec.setError(StageAgent, kind, err)
 			return rec, nil
 		}
