@@ -178,13 +178,10 @@ func lineOf(rec *Record) Line {
 		Model: rec.Model, Offline: rec.Offline, ExitReason: rec.ExitReason, ExitDetail: rec.ExitDetail,
 		OutputPatch: rec.Patch, Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		TestTimeout: rec.TestTimeout, TokenUsage: usageOf(rec.Usage()), Config: rec.Config, Report: rec.Report,
-		TrajectorySteps: []agent.Step{},
+		ProblemStatement: rec.ProblemStatement, TrajectorySteps: []agent.Step{},
 	}
 	if t := rec.Trajectory; t != nil {
 		l.TrajectorySteps, l.History, l.Tools, l.Cost, l.TotalTime = t.Steps, t.Messages, t.Tools, t.Cost, t.Duration
-		if len(t.Messages) > 1 {
-			l.ProblemStatement = t.Messages[1].Content
-		}
 	}
 	return l
 }

@@ -155,10 +155,12 @@ type Record struct {
 	InstanceID  string `json:"instance_id"`
 	DockerImage string `json:"docker_image"`
 	Repo        string `json:"repo"`
-	ExpName     string `json:"exp_name"`
-	Scaffold    string `json:"scaffold"`
-	Mode        string `json:"mode"`
-	Model       string `json:"model"`
+	// ProblemStatement is the task's issue text, as the dataset has it.
+	ProblemStatement string `json:"problem_statement,omitempty"`
+	ExpName          string `json:"exp_name"`
+	Scaffold         string `json:"scaffold"`
+	Mode             string `json:"mode"`
+	Model            string `json:"model"`
 	// Offline is set for replay/..., oracle/gold and --run_golden runs.
 	Offline bool `json:"offline,omitempty"`
 
@@ -534,17 +536,18 @@ func runWide(rec *Record) error {
 func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	o := r.opts
 	rec := &Record{
-		InstanceID:  t.InstanceID,
-		DockerImage: t.Image,
-		Repo:        t.Repo,
-		ExpName:     o.ExpName,
-		Scaffold:    o.Scaffold,
-		Mode:        o.Mode.String(),
-		Model:       o.ModelName,
-		Config:      o.Config,
-		Fingerprint: r.fingerprint,
-		Standing:    Standing{Status: StatusGraded},
-		Started:     time.Now(),
+		InstanceID:       t.InstanceID,
+		DockerImage:      t.Image,
+		Repo:             t.Repo,
+		ProblemStatement: t.ProblemStatement,
+		ExpName:          o.ExpName,
+		Scaffold:         o.Scaffold,
+		Mode:             o.Mode.String(),
+		Model:            o.ModelName,
+		Config:           o.Config,
+		Fingerprint:      r.fingerprint,
+		Standing:         Standing{Status: StatusGraded},
+		Started:          time.Now(),
 	}
 	if o.RunGolden {
 		rec.Offline = true
