@@ -3,9 +3,7 @@ package cli
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -222,14 +220,7 @@ func readJSONFile(path string, v any) error {
 // local backend (no engine): the gold patch resolves each, no patch does not.
 func TestValidateSampleLocal(t *testing.T) {
 	// The box runs host commands: put a python3 that has pytest first.
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	testutil.HostPytest(t)
 	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
 	// The same two tasks as SWE-bench rows (graded from the parsed test
 	// log) and as SWE-Factory rows (graded from OMNIGRIL_EXIT_CODE).

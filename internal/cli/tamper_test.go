@@ -3,7 +3,6 @@ package cli
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,14 +15,7 @@ import (
 // prints the findings beside it, zero makes it not resolved with a
 // tampered reason, and a bad mode is refused.
 func TestGradeTamper(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := "/usr/bin/python3 has no pytest: " + string(out)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	testutil.HostPytest(t)
 	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
 	dataset := filepath.Join(testutil.RepoRoot(t), "examples", "sample", "tasks.jsonl")
 	patch := filepath.Join(t.TempDir(), "hack.diff")

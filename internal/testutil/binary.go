@@ -56,3 +56,20 @@ func removeStale(base string) {
 		}
 	}
 }
+
+// HostPytest makes sure /usr/bin/python3 has pytest, which the sample
+// tasks' tests run with on the local backend, and puts /usr/bin first on
+// PATH for the rest of the test. Without it the test skips with a one-line
+// reason, or fails where the tools are mandatory (CI, or
+// SWERVE_DOCKER_TESTS=1).
+func HostPytest(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
+		if os.Getenv("CI") != "" || DockerRequired() {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,10 +155,7 @@ func checkForgery(t *testing.T, box sandbox.Sandbox, c forgeryCase, workdir stri
 // TestSealedForgeryLocal grades the forgery cases on the local backend.
 // Each must get reward 0; the gold patch still gets 1.
 func TestSealedForgeryLocal(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		testutil.SkipOrFail(t, "/usr/bin/python3 has no pytest: %s", out)
-	}
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	testutil.HostPytest(t)
 	b := localBackend(t)
 	for _, c := range forgeryCases(t) {
 		if c.containerOnly {

@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,12 +216,7 @@ func TestDefenceCost(t *testing.T) {
 		}
 		with = append(with, time.Since(start))
 	}
-	med := func(ds []time.Duration) time.Duration {
-		s := slices.Clone(ds)
-		slices.Sort(s)
-		return s[len(s)/2]
-	}
-	mw, mo := med(with), med(without)
+	mw, mo := median(with), median(without)
 	t.Logf("%s gold grade, box open to close, median of 5: %v with every defence, %v without (%+v, %+.1f%%); with %v; without %v",
 		tk.InstanceID, mw.Round(time.Millisecond), mo.Round(time.Millisecond), (mw - mo).Round(time.Millisecond), 100*float64(mw-mo)/float64(mo), with, without)
 }

@@ -3,8 +3,6 @@ package grader
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,14 +66,7 @@ var sampleAttacks = []struct {
 // official verdict with flag), the gold patch stays 1 with canaries
 // checked, no patch stays 0.
 func TestTamperLocal(t *testing.T) {
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := "/usr/bin/python3 has no pytest: " + string(out)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	testutil.HostPytest(t)
 	b := localBackend(t)
 	tk := loadOne(t, filepath.Join(testutil.RepoRoot(t), "examples", "sample", "tasks.jsonl"), "sample__calc-1")
 	grade := func(t *testing.T, opts Options) *Outcome {
