@@ -3,18 +3,24 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"golang.org/x/term"
 
+	"github.com/swerve-dev/swerve/internal/hub"
 	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/version"
 )
 
 // datasetFlags are the flags of every command that reads a dataset.
 type datasetFlags struct {
 	Dataset     string
 	Split       string
+	Revision    string
 	StartIdx    int
 	K           int
 	InstanceIDs []string
@@ -22,8 +28,9 @@ type datasetFlags struct {
 }
 
 func (f *datasetFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Dataset, "dataset", "", "dataset: a parquet, JSON or JSONL file, or a Harbor task directory (or a directory of them)")
-	fs.StringVar(&f.Split, "split", "", "label stored as each task's split (does not filter)")
+	fs.StringVar(&f.Dataset, "dataset", "", "dataset: a parquet, JSON or JSONL file, a Harbor task directory (or a directory of them), or a Hugging Face Hub dataset owner/name[@revision]")
+	fs.StringVar(&f.Split, "split", "", "Hub datasets: the split to load (default test); files: a label stored as each task's split (does not filter)")
+	fs.StringVar(&f.Revision, "revision", "", "Hub datasets: branch, tag or commit to load (default main; same as owner/name@revision)")
 	fs.IntVar(&f.StartIdx, "start_idx", 0, "skip the first N tasks (counted after --instance_ids)")
 	fs.IntVar(&f.K, "k", 0, "keep at most K tasks (0: all)")
 	ids := (*idList)(&f.InstanceIDs)
@@ -42,9 +49,18 @@ func (f *datasetFlags) load(cmd *cobra.Command) ([]task.Task, error) {
 // loadResult is load that also returns what the loader said about the file.
 func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.Task, error) {
 	if f.Dataset == "" {
-		return nil, nil, errors.New("--dataset is required (a parquet, JSON or JSONL file, or a Harbor task directory)")
+		return nil, nil, errors.New("--dataset is required (a parquet, JSON or JSONL file, a Harbor task directory, or a Hub dataset owner/name)")
 	}
-	res, err := task.Load(cmd.Context(), f.Dataset, task.LoadOptions{SkipInvalid: f.SkipInvalid})
+	split := f.Split
+	var res *task.LoadResult
+	var err error
+	if ref, ok, rerr := f.hubRef(); rerr != nil {
+		return nil, nil, rerr
+	} else if ok {
+		res, split, err = loadHub(cmd, ref, f.Split, task.LoadOptions{SkipInvalid: f.SkipInvalid})
+	} else {
+		res, err = task.Load(cmd.Context(), f.Dataset, task.LoadOptions{SkipInvalid: f.SkipInvalid})
+	}
 	if err != nil {
 		if _, ok := errors.AsType[*task.InvalidError](err); ok {
 			return nil, nil, fmt.Errorf("%w; pass --skip-invalid to load the other rows", err)
@@ -63,12 +79,75 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 		}
 	}
 	tasks, err := task.Select(res.Tasks, task.Selection{
-		Split: f.Split, StartIdx: f.StartIdx, K: f.K, InstanceIDs: f.InstanceIDs,
+		Split: split, StartIdx: f.StartIdx, K: f.K, InstanceIDs: f.InstanceIDs,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", f.Dataset, err)
 	}
 	return res, tasks, nil
+}
+
+// hubRef reports whether --dataset names a Hugging Face Hub dataset: it is
+// not a local path and reads as owner/name[@revision].
+func (f *datasetFlags) hubRef() (hub.Ref, bool, error) {
+	_, statErr := os.Stat(f.Dataset)
+	ref, ok := hub.ParseRef(f.Dataset)
+	if statErr == nil || !ok {
+		if f.Revision != "" {
+			return hub.Ref{}, false, fmt.Errorf("--revision %s: only Hub datasets (owner/name) have revisions; %s is a local path", f.Revision, f.Dataset)
+		}
+		return hub.Ref{}, false, nil
+	}
+	if f.Revision != "" {
+		if ref.Revision != "" && ref.Revision != f.Revision {
+			return hub.Ref{}, false, fmt.Errorf("--revision %s: %s already names revision %s", f.Revision, f.Dataset, ref.Revision)
+		}
+		ref.Revision = f.Revision
+	}
+	return ref, true, nil
+}
+
+// loadHub fetches one split of a Hub dataset into the Hugging Face cache
+// and loads its files as one dataset. It returns the split loaded.
+func loadHub(cmd *cobra.Command, ref hub.Ref, split string, opts task.LoadOptions) (*task.LoadResult, string, error) {
+	c := &hub.Client{Config: hub.ConfigFromEnv(), UserAgent: "swerve/" + version.String()}
+	stderr := cmd.ErrOrStderr()
+	if isTerminal(stderr) {
+		c.Progress = stderr
+	}
+	got, err := c.Fetch(cmd.Context(), ref, hub.Options{Split: split})
+	if err != nil {
+		if he, ok := errors.AsType[*hub.Error](err); ok && (he.Kind == hub.ErrNotFound || he.Kind == hub.ErrOffline || he.Kind == hub.ErrNetwork) && ref.Revision == "" {
+			return nil, "", fmt.Errorf("%w (read as a Hub dataset: there is no local file or directory %s)", err, ref.Repo)
+		}
+		return nil, "", err
+	}
+	if got.Warning != "" {
+		fmt.Fprintf(stderr, "swerve: %s: %s\n", ref, got.Warning)
+	}
+	var res *task.LoadResult
+	for i, file := range got.Files {
+		r, err := task.Load(cmd.Context(), file, opts)
+		if err != nil {
+			if _, ok := errors.AsType[*task.InvalidError](err); ok {
+				return nil, "", err
+			}
+			return nil, "", fmt.Errorf("dataset %s split %s: cannot read %s (%w); if the cached file is damaged, delete it and load again", got.Ref, got.Split, got.RepoFiles[i], err)
+		}
+		if res == nil {
+			res = r
+			res.Path = got.Ref.String()
+			continue
+		}
+		res.Tasks = append(res.Tasks, r.Tasks...)
+		res.Skipped = append(res.Skipped, r.Skipped...)
+	}
+	return res, got.Split, nil
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // idList is a string-list flag that appends on every use and splits values

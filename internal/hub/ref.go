@@ -39,13 +39,24 @@ func ParseRef(s string) (Ref, bool) {
 	name, rev, _ := strings.Cut(s, "@")
 	owner, repo, ok := strings.Cut(name, "/")
 	if !ok || !repoPart.MatchString(owner) || !repoPart.MatchString(repo) ||
-		strings.Contains(name, "..") || strings.HasSuffix(repo, ".git") {
+		strings.Contains(name, "..") || strings.HasSuffix(repo, ".git") || looksLikeFile(repo) {
 		return Ref{}, false
 	}
 	if strings.Contains(s, "@") && rev == "" {
 		return Ref{}, false
 	}
 	return Ref{Repo: name, Revision: rev}, true
+}
+
+// looksLikeFile reports a name ending like a data file ("dir/x.jsonl"),
+// which is a local path that does not exist rather than a repository.
+func looksLikeFile(name string) bool {
+	for _, ext := range []string{".parquet", ".jsonl", ".json", ".csv", ".toml", ".gz"} {
+		if strings.HasSuffix(strings.ToLower(name), ext) {
+			return true
+		}
+	}
+	return false
 }
 
 // folder is the cache folder name huggingface_hub uses for the repository.

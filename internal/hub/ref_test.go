@@ -21,6 +21,8 @@ func TestParseRef(t *testing.T) {
 		{"./a/b", Ref{}, false},
 		{"/abs/path", Ref{}, false},
 		{"a/b/c.parquet", Ref{}, false},
+		{"data/test.jsonl", Ref{}, false},
+		{"examples/tasks.JSON", Ref{}, false},
 		{"../x", Ref{}, false},
 	}
 	for _, tc := range cases {
