@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,7 +19,8 @@ import (
 // Client fetches dataset files from the Hub into the cache.
 type Client struct {
 	Config
-	// HTTP makes the requests; nil means http.DefaultClient's transport.
+	// HTTP makes the requests; nil means a client with connect and answer
+	// timeouts that honours HTTPS_PROXY.
 	HTTP *http.Client
 	// Progress, when set, receives a one-line download meter (meant for a
 	// terminal).
@@ -273,11 +275,22 @@ func (c *Client) info(ctx context.Context, ref Ref, rev string) (*repoInfo, erro
 	return &info, nil
 }
 
+// defaultHTTP gives up on a Hub that does not connect or answer, so a
+// dead network fails in seconds; bodies may take as long as they need.
+var defaultHTTP = &http.Client{Transport: &http.Transport{
+	Proxy:                 http.ProxyFromEnvironment,
+	DialContext:           (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+	TLSHandshakeTimeout:   10 * time.Second,
+	ResponseHeaderTimeout: 60 * time.Second,
+	IdleConnTimeout:       90 * time.Second,
+	ForceAttemptHTTP2:     true,
+}}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
 	}
-	return http.DefaultClient
+	return defaultHTTP
 }
 
 // do sends one request with the Hub's headers, retrying network errors,
