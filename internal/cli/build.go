@@ -85,7 +85,7 @@ instances whose status is final are kept, so an interrupted build resumes.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBuild(cmd, &bf) },
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&bf.Input, "input", "", "SWE-Factory results (JSON list of rows with dockerfile and eval_script)")
+	fs.StringVar(&bf.Input, "input", "", "SWE-Factory results (JSON list of rows with dockerfile and eval_script), a file or a Hub dataset owner/name[@revision]")
 	fs.StringVar(&bf.Output, "output", "", "run directory for every output")
 	fs.IntVar(&bf.MaxIterations, "max-iterations", build.DefaultMaxIterations, "attempts per instance, the first included (1: no repair, no model)")
 	secondsVar(fs, &bf.EvalTimeout, "eval-timeout", 300*time.Second, "time limit of each eval script run; a task past it is filtered out")
@@ -143,7 +143,7 @@ func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 		}
 	}
 
-	res, err := task.Load(ctx, bf.Input, task.LoadOptions{})
+	res, _, err := loadDataset(cmd, bf.Input, "", "", task.LoadOptions{})
 	if err != nil {
 		return fmt.Errorf("--input: %w", err)
 	}

@@ -51,16 +51,7 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 	if f.Dataset == "" {
 		return nil, nil, errors.New("--dataset is required (a parquet, JSON or JSONL file, a Harbor task directory, or a Hub dataset owner/name)")
 	}
-	split := f.Split
-	var res *task.LoadResult
-	var err error
-	if ref, ok, rerr := f.hubRef(); rerr != nil {
-		return nil, nil, rerr
-	} else if ok {
-		res, split, err = loadHub(cmd, ref, f.Split, task.LoadOptions{SkipInvalid: f.SkipInvalid})
-	} else {
-		res, err = task.Load(cmd.Context(), f.Dataset, task.LoadOptions{SkipInvalid: f.SkipInvalid})
-	}
+	res, split, err := loadDataset(cmd, f.Dataset, f.Split, f.Revision, task.LoadOptions{SkipInvalid: f.SkipInvalid})
 	if err != nil {
 		if _, ok := errors.AsType[*task.InvalidError](err); ok {
 			return nil, nil, fmt.Errorf("%w; pass --skip-invalid to load the other rows", err)
@@ -87,24 +78,27 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 	return res, tasks, nil
 }
 
-// hubRef reports whether --dataset names a Hugging Face Hub dataset: it is
-// not a local path and reads as owner/name[@revision].
-func (f *datasetFlags) hubRef() (hub.Ref, bool, error) {
-	_, statErr := os.Stat(f.Dataset)
-	ref, ok := hub.ParseRef(f.Dataset)
+// loadDataset loads a local dataset path, or one split of a Hugging Face
+// Hub dataset when path is not a local path and reads as
+// owner/name[@revision]. It returns the split label for the tasks: the
+// split loaded from the Hub, else split as given.
+func loadDataset(cmd *cobra.Command, path, split, revision string, opts task.LoadOptions) (*task.LoadResult, string, error) {
+	_, statErr := os.Stat(path)
+	ref, ok := hub.ParseRef(path)
 	if statErr == nil || !ok {
-		if f.Revision != "" {
-			return hub.Ref{}, false, fmt.Errorf("--revision %s: only Hub datasets (owner/name) have revisions; %s is a local path", f.Revision, f.Dataset)
+		if revision != "" {
+			return nil, "", fmt.Errorf("--revision %s: only Hub datasets (owner/name) have revisions; %s is a local path", revision, path)
 		}
-		return hub.Ref{}, false, nil
+		res, err := task.Load(cmd.Context(), path, opts)
+		return res, split, err
 	}
-	if f.Revision != "" {
-		if ref.Revision != "" && ref.Revision != f.Revision {
-			return hub.Ref{}, false, fmt.Errorf("--revision %s: %s already names revision %s", f.Revision, f.Dataset, ref.Revision)
+	if revision != "" {
+		if ref.Revision != "" && ref.Revision != revision {
+			return nil, "", fmt.Errorf("--revision %s: %s already names revision %s", revision, path, ref.Revision)
 		}
-		ref.Revision = f.Revision
+		ref.Revision = revision
 	}
-	return ref, true, nil
+	return loadHub(cmd, ref, split, opts)
 }
 
 // loadHub fetches one split of a Hub dataset into the Hugging Face cache
