@@ -390,3 +390,32 @@ func BenchmarkFetchVerified(b *testing.B) {
 		}
 	})
 }
+
+func TestFetchProgress(t *testing.T) {
+	s := hubtest.New(smallRepos())
+	defer s.Close()
+	c := newClient(t, s)
+	var buf bytes.Buffer
+	c.Progress = &buf
+	ref, _ := hub.ParseRef("acme/sharded")
+	if _, err := c.Fetch(context.Background(), ref, hub.Options{Split: "train"}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"downloading acme/sharded data/train-00000-of-00002.parquet", "downloading acme/sharded data/train-00001-of-00002.parquet"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress %q lacks %q", out, want)
+		}
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("progress ends %d lines, want one per file", n)
+	}
+	// Cached: nothing to show.
+	buf.Reset()
+	if _, err := c.Fetch(context.Background(), ref, hub.Options{Split: "train"}); err != nil {
+		t.Fatal(err)
+	}
+	if buf.Len() != 0 {
+		t.Errorf("cached load drew progress: %q", buf.String())
+	}
+}
