@@ -302,7 +302,7 @@ func (c *Client) do(ctx context.Context, ref Ref, method, u string, hdr http.Hea
 			select {
 			case <-ctx.Done():
 				return nil, ctx.Err()
-			case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+			case <-time.After(time.Duration(attempt) * retryWait):
 			}
 		}
 		req, err := http.NewRequestWithContext(ctx, method, u, nil)
@@ -389,3 +389,6 @@ func (c *Client) statusError(ref Ref, resp *http.Response, what string) error {
 	}
 	return &Error{Ref: ref, Kind: ErrHubStatus, Msg: "the Hub answered " + msg + "; try again later"}
 }
+
+// retryWait is the pause before the first retry; later ones wait longer.
+var retryWait = 500 * time.Millisecond

@@ -52,7 +52,11 @@ func (c *Client) download(ctx context.Context, ref Ref, commit, file, local stri
 		var lastErr error
 		for attempt := range 3 {
 			if attempt > 0 {
-				time.Sleep(time.Duration(attempt) * 500 * time.Millisecond)
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Duration(attempt) * retryWait):
+				}
 			}
 			lastErr = c.fetchBlob(ctx, ref, u, file, meta, blob)
 			var he *Error

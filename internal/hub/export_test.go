@@ -1,0 +1,5 @@
+package hub
+
+import "time"
+
+func init() { retryWait = 5 * time.Millisecond }
