@@ -56,7 +56,9 @@ out). swerve reads this output back as a dataset.`,
 		Example: `  swerve tasks ls --dataset verified-test.parquet
   swerve tasks ls --dataset verified-test.parquet --start_idx 10 --k 5
   swerve tasks ls --dataset tasks.jsonl --instance_ids a__b-1,a__b-2 --json
-  swerve tasks ls --dataset verified-test.parquet --json --raw=false > verified.jsonl`,
+  swerve tasks ls --dataset verified-test.parquet --json --raw=false > verified.jsonl
+  swerve tasks ls --dataset princeton-nlp/SWE-bench_Verified --k 5          # from the Hugging Face Hub
+  swerve tasks ls --dataset R2E-Gym/R2E-Gym-Lite --split test --revision main`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tasks, err := df.load(cmd)
@@ -140,7 +142,8 @@ language, and summarises the sizes of FAIL_TO_PASS and PASS_TO_PASS (min,
 median, mean, max, and how many tasks have an empty list). Counts are sorted
 from the largest. --json prints the same as one JSON object.`,
 		Example: `  swerve tasks stats --dataset verified-test.parquet
-  swerve tasks stats --dataset multilingual-test.parquet --json | jq .by_language`,
+  swerve tasks stats --dataset multilingual-test.parquet --json | jq .by_language
+  HF_HUB_OFFLINE=1 swerve tasks stats --dataset SWE-bench/SWE-bench_Lite --split dev`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, tasks, err := df.loadResult(cmd)
