@@ -47,8 +47,9 @@ func smallRepos() map[string]*hubtest.Repo {
 			"train.jsonl": []byte(`{"instance_id":"b"}` + "\n"),
 			"valid.jsonl": []byte(`{"instance_id":"c"}` + "\n"),
 		}}},
-		"acme/gated":   {Gated: true, Revisions: map[string]map[string][]byte{"main": {"data/test-00000-of-00001.parquet": []byte("PAR1 gated")}}},
-		"acme/private": {Private: true, Revisions: map[string]map[string][]byte{"main": {"test.parquet": []byte("PAR1 private")}}},
+		"acme/gated":    {Gated: true, Revisions: map[string]map[string][]byte{"main": {"data/test-00000-of-00001.parquet": []byte("PAR1 gated")}}},
+		"acme/private":  {Private: true, Revisions: map[string]map[string][]byte{"main": {"test.parquet": []byte("PAR1 private")}}},
+		"acme/old-name": {MovedTo: "acme/sharded"},
 		"acme/csv": {Revisions: map[string]map[string][]byte{
 			"main":                 {"test.csv": []byte("a,b\n")},
 			"refs/convert/parquet": {"default/test/0000.parquet": []byte("PAR1 converted")},
@@ -169,6 +170,7 @@ func TestFetchSplitsAndRevisions(t *testing.T) {
 		{"acme/small@v1", "", "", "train", []string{"train.jsonl"}},
 		{"datasets/acme/small@" + hubtest.Commit("acme/small", "v1"), "", "", "train", []string{"train.jsonl"}},
 		{"acme/csv", "", "", "test", []string{"default/test/0000.parquet"}},
+		{"acme/old-name", "dev_10pr", "", "dev_10pr", []string{"data/dev_10pr-00000-of-00001.parquet"}},
 	}
 	for _, tc := range cases {
 		ref, ok := hub.ParseRef(tc.ref)
@@ -417,5 +419,50 @@ func TestFetchProgress(t *testing.T) {
 	}
 	if buf.Len() != 0 {
 		t.Errorf("cached load drew progress: %q", buf.String())
+	}
+}
+
+// TestFetchReusesPythonCache lays out a cache by hand the way
+// huggingface_hub documents it (blobs/<etag>, snapshots/<commit>/<file> as a
+// relative link, refs/main holding the commit) and loads from it.
+func TestFetchReusesPythonCache(t *testing.T) {
+	content := []byte("PAR1 cached by python PAR1")
+	s := hubtest.New(map[string]*hubtest.Repo{"acme/py": {Revisions: map[string]map[string][]byte{"main": {
+		"data/test-00000-of-00001.parquet": content,
+	}}}})
+	defer s.Close()
+	c := newClient(t, s)
+	commit := hubtest.Commit("acme/py", "main")
+	repo := filepath.Join(c.CacheDir, "datasets--acme--py")
+	etag := "0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a090807060504030201000"
+	for _, d := range []string{"blobs", "refs", "snapshots/" + commit + "/data"} {
+		if err := os.MkdirAll(filepath.Join(repo, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.WriteFile(filepath.Join(repo, "blobs", etag), content, 0o644))
+	must(os.WriteFile(filepath.Join(repo, "refs", "main"), []byte(commit), 0o644))
+	must(os.Symlink("../../../blobs/"+etag, filepath.Join(repo, "snapshots", commit, "data", "test-00000-of-00001.parquet")))
+
+	ref, _ := hub.ParseRef("acme/py")
+	off := *c
+	off.Offline = true
+	for _, cl := range []*hub.Client{&off, c} {
+		res, err := cl.Fetch(context.Background(), ref, hub.Options{})
+		if err != nil {
+			t.Fatalf("offline %v: %v", cl.Offline, err)
+		}
+		if got, _ := os.ReadFile(res.Files[0]); !bytes.Equal(got, content) || res.Downloaded != 0 {
+			t.Errorf("offline %v: downloaded %d, content %q", cl.Offline, res.Downloaded, got)
+		}
+	}
+	if got := paths(s.Requests()); len(got) != 1 || !strings.Contains(got[0], "/revision/main") {
+		t.Errorf("requests = %q, want only the online revision check", got)
 	}
 }

@@ -32,6 +32,10 @@ type Repo struct {
 	Gated bool
 	// Private repos answer 401 RepoNotFound without the token.
 	Private bool
+	// MovedTo, when set, is the repository's new name: every route answers
+	// 307 with a relative Location there, as the Hub does for renamed
+	// repositories.
+	MovedTo string
 }
 
 // Request is one request a server saw.
@@ -167,6 +171,15 @@ func unescape(s string) string {
 
 func (s *Server) lookup(w http.ResponseWriter, r *http.Request, name string) *Repo {
 	repo := s.repos[name]
+	if repo != nil && repo.MovedTo != "" {
+		loc := strings.Replace(r.URL.EscapedPath(), "/"+name+"/", "/"+repo.MovedTo+"/", 1)
+		if r.URL.RawQuery != "" {
+			loc += "?" + r.URL.RawQuery
+		}
+		w.Header().Set("Location", loc)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+		return nil
+	}
 	if repo == nil {
 		// The Hub does not tell missing from private to strangers.
 		if r.Header.Get("Authorization") == "" {
