@@ -197,3 +197,28 @@ func TestHubDatasetErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestHubDatasetTokenFile(t *testing.T) {
+	data, _ := r2eParquet(t)
+	s := hubtest.New(map[string]*hubtest.Repo{"acme/gated": {Gated: true, Revisions: map[string]map[string][]byte{"main": {
+		"data/test-00000-of-00001.parquet": data,
+	}}}})
+	s.Token = "hf_from_file"
+	defer s.Close()
+	home := fakeHubEnv(t, s)
+	if err := os.WriteFile(filepath.Join(home, "token"), []byte("hf_from_file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := execTasksCLI(t, "tasks", "ls", "--dataset", "acme/gated", "--json", "--raw=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "\n"); n != 2 {
+		t.Errorf("%d tasks, want 2", n)
+	}
+	for _, r := range s.Requests() {
+		if want := map[bool]string{true: "", false: "Bearer hf_from_file"}[r.CDN]; r.Auth != want {
+			t.Errorf("%s %s (cdn %v): Authorization %q, want %q", r.Method, r.Path, r.CDN, r.Auth, want)
+		}
+	}
+}
