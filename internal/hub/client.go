@@ -188,6 +188,18 @@ func pickSplit(ref Ref, splits []string, want string) (string, error) {
 // fromCache answers from the cache alone: the revision's commit from
 // refs/, the files from the snapshot.
 func (c *Client) fromCache(ref Ref, opts Options, warning string) (*Result, error) {
+	res, err := c.fromCacheAt(ref, opts, warning)
+	if err != nil && ref.Revision == "" {
+		// A dataset read through its parquet conversion is cached under
+		// that branch.
+		if res2, err2 := c.fromCacheAt(Ref{Repo: ref.Repo, Revision: parquetRevision}, opts, warning); err2 == nil {
+			return res2, nil
+		}
+	}
+	return res, err
+}
+
+func (c *Client) fromCacheAt(ref Ref, opts Options, warning string) (*Result, error) {
 	repoDir := filepath.Join(c.CacheDir, ref.folder())
 	why := "HF_HUB_OFFLINE is set"
 	if warning != "" {

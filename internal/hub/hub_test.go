@@ -195,9 +195,16 @@ func TestFetchSplitsAndRevisions(t *testing.T) {
 	if got := paths(s.Requests()); len(got) != 1 {
 		t.Errorf("cached revision fetch made %q", got)
 	}
-	// The parquet conversion's ref is cached under its own name.
+	// The parquet conversion's ref is cached under its own name, and
+	// found offline.
 	if _, err := os.Stat(filepath.Join(c.CacheDir, "datasets--acme--csv", "refs", "refs", "convert", "parquet")); err != nil {
 		t.Errorf("conversion ref not cached: %v", err)
+	}
+	off := *c
+	off.Offline = true
+	ref, _ = hub.ParseRef("acme/csv")
+	if res, err := off.Fetch(ctx, ref, hub.Options{}); err != nil || !slices.Equal(res.RepoFiles, []string{"default/test/0000.parquet"}) {
+		t.Errorf("offline conversion load: %+v, %v", res, err)
 	}
 }
 
