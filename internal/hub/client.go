@@ -82,10 +82,17 @@ func (i *repoInfo) files() []string {
 // Fetch makes sure the files of one split of ref are in the cache and
 // returns their paths. Online it asks the Hub for the revision's commit and
 // file list, then downloads the files the cache lacks; offline, or when the
-// Hub cannot be reached and the revision is cached, it reads the cache.
+// Hub cannot be reached and the revision is cached, it reads the cache. A
+// revision that is a commit hash already cached needs no request.
 func (c *Client) Fetch(ctx context.Context, ref Ref, opts Options) (*Result, error) {
 	if c.Offline {
 		return c.fromCache(ref, opts, "")
+	}
+	if isCommit(ref.rev()) {
+		// A commit never changes: when its files are cached, ask nothing.
+		if res, err := c.fromCacheAt(ref, opts, ""); err == nil {
+			return res, nil
+		}
 	}
 	info, err := c.info(ctx, ref, ref.rev())
 	if err != nil {

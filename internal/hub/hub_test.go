@@ -195,6 +195,14 @@ func TestFetchSplitsAndRevisions(t *testing.T) {
 	if got := paths(s.Requests()); len(got) != 1 {
 		t.Errorf("cached revision fetch made %q", got)
 	}
+	// A cached commit needs none.
+	ref, _ = hub.ParseRef("acme/small@" + hubtest.Commit("acme/small", "v1"))
+	if res, err := c.Fetch(ctx, ref, hub.Options{}); err != nil || res.RepoFiles[0] != "train.jsonl" {
+		t.Fatalf("cached commit: %+v, %v", res, err)
+	}
+	if got := paths(s.Requests()); len(got) != 0 {
+		t.Errorf("cached commit fetch made %q", got)
+	}
 	// The parquet conversion's ref is cached under its own name, and
 	// found offline.
 	if _, err := os.Stat(filepath.Join(c.CacheDir, "datasets--acme--csv", "refs", "refs", "convert", "parquet")); err != nil {
