@@ -3,6 +3,7 @@ package build
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,17 +40,26 @@ func TestBuildDatasetStem(t *testing.T) {
 	}
 }
 
-// TestWriteAggregates checks the top-level files from hand-written
-// statuses, and that the transferred rows load as SWE-Factory tasks.
+// TestBuildWriteAggregates checks the top-level files from hand-written
+// statuses: every row that did not succeed is in the failed dataset (never
+// run, interrupted and errored ones too) with failure_reason and
+// docker_image, a row's own docker_image is kept, and the transferred rows
+// load as SWE-Factory tasks.
 func TestBuildWriteAggregates(t *testing.T) {
 	dir := t.TempDir()
 	input := filepath.Join(dir, "in.json")
-	rows := `[
-  {"repo": "o/r", "instance_id": "o__r-1", "base_commit": "abc", "patch": "p", "test_patch": "tp", "problem_statement": "ü <issue>", "dockerfile": "FROM old", "eval_script": "old"},
-  {"repo": "o/r", "instance_id": "o__r-2", "base_commit": "abc", "patch": "p", "test_patch": "tp", "problem_statement": "x", "dockerfile": "FROM old", "eval_script": "old"},
-  {"repo": "o/r", "instance_id": "o__r-3", "base_commit": "abc", "patch": "p", "test_patch": "tp", "problem_statement": "x", "dockerfile": "FROM old", "eval_script": "old"},
-  {"repo": "o/r", "instance_id": "o__r-4", "base_commit": "abc", "patch": "p", "test_patch": "tp", "problem_statement": "x", "dockerfile": "FROM old", "eval_script": "old"}
-]`
+	row := func(id, extra string) string {
+		return `{"repo": "o/r", "instance_id": "` + id + `", "base_commit": "abc", "patch": "p", "test_patch": "tp", "problem_statement": "ü <issue>", "dockerfile": "FROM old", "eval_script": "old"` + extra + `}`
+	}
+	rows := "[\n" + strings.Join([]string{
+		row("o__r-1", ""),
+		row("o__r-2", ""),
+		row("o__r-3", ""),
+		row("o__r-4", ""),
+		row("o__r-5", ""),
+		row("o__r-6", `, "docker_image": "mine:v1"`),
+		row("o__r-7", `, "docker_image": null, "docker_name": "named:v2"`),
+	}, ",\n") + "\n]"
 	if err := os.WriteFile(input, []byte(rows), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -70,35 +80,54 @@ func TestBuildWriteAggregates(t *testing.T) {
 			}
 		}
 	}
-	put("o__r-1", Status{Status: StatusSuccess, DockerImage: "o__r-1_swefactory_root", Model: ModelUsage{Cost: 0.25}},
-		map[string]string{FileDockerfile: "FROM new\n", FileEvalScript: "echo OMNIGRIL_EXIT_CODE=$rc\n"})
+	proven := map[string]string{FileDockerfile: "FROM new\n", FileRunTests: "echo OMNIGRIL_EXIT_CODE=$rc\n", FileEvalScript: "stale\n"}
+	put("o__r-1", Status{Status: StatusSuccess, DockerImage: "o__r-1_swefactory_root", Model: ModelUsage{Cost: 0.25}}, proven)
 	put("o__r-2", Status{Status: StatusFailed, Reason: "the gold patch does not apply"}, nil)
-	put("o__r-3", Status{Status: StatusRunning}, nil) // interrupted: left out
+	put("o__r-3", Status{Status: StatusRunning}, nil) // interrupted
 	put("o__r-4", Status{Status: StatusError, Reason: "engine: gone"}, nil)
+	// o__r-5 never ran.
+	put("o__r-6", Status{Status: StatusFailed, Reason: "why"}, nil)
+	put("o__r-7", Status{Status: StatusSuccess, DockerImage: "o__r-7_swefactory_root"}, proven)
 
-	agg, err := WriteAggregates(out, "in", res.Tasks)
+	ran := []SummaryEntry{{InstanceID: "o__r-2", Reason: "the gold patch does not apply"}, {InstanceID: "o__r-1", Success: true, Cost: 0.25}}
+	agg, err := WriteAggregates(out, "in", res.Tasks, AggregateOptions{Ran: ran, InputFile: input})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantMain := SummaryMain{Total: 3, Succeeded: 1, Failed: 2, SuccessRate: 1.0 / 3, FailedInstances: []FailedSummary{
-		{"o__r-2", "the gold patch does not apply"}, {"o__r-4", "error (runs again next time): engine: gone"},
+	wantMain := SummaryMain{Total: 7, Succeeded: 2, Failed: 5, SuccessRate: 2.0 / 7, FailedInstances: []FailedSummary{
+		{"o__r-2", "the gold patch does not apply"}, {"o__r-3", ReasonInterrupted},
+		{"o__r-4", "error (runs again next time): engine: gone"}, {"o__r-5", ReasonNotRun}, {"o__r-6", "why"},
 	}}
 	if diff := cmp.Diff(wantMain, agg.Main); diff != "" {
 		t.Errorf("summary_main (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]SummaryEntry{
-		{"o__r-1", true, "", 0.25},
-		{"o__r-2", false, "the gold patch does not apply", 0},
-		{"o__r-4", false, "error (runs again next time): engine: gone", 0},
-	}, agg.Summary); diff != "" {
-		t.Errorf("summary (-want +got):\n%s", diff)
-	}
-
-	data, err := os.ReadFile(filepath.Join(out, "in_transferred.json"))
+	data, err := os.ReadFile(filepath.Join(out, FileSummary))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantRow := `[
+	wantSummary := `[
+  {
+    "instance_id": "o__r-2",
+    "success": false,
+    "reason": "the gold patch does not apply",
+    "cost": 0
+  },
+  {
+    "instance_id": "o__r-1",
+    "success": true,
+    "cost": 0.25
+  }
+]
+`
+	if diff := cmp.Diff(wantSummary, string(data)); diff != "" {
+		t.Errorf("summary.json (-want +got):\n%s", diff)
+	}
+
+	data, err = os.ReadFile(filepath.Join(out, "in_transferred.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows := `[
   {
     "repo": "o/r",
     "instance_id": "o__r-1",
@@ -109,17 +138,29 @@ func TestBuildWriteAggregates(t *testing.T) {
     "dockerfile": "FROM new\n",
     "eval_script": "echo OMNIGRIL_EXIT_CODE=$rc\n",
     "docker_image": "o__r-1_swefactory_root"
+  },
+  {
+    "repo": "o/r",
+    "instance_id": "o__r-7",
+    "base_commit": "abc",
+    "patch": "p",
+    "test_patch": "tp",
+    "problem_statement": "ü <issue>",
+    "dockerfile": "FROM new\n",
+    "eval_script": "echo OMNIGRIL_EXIT_CODE=$rc\n",
+    "docker_image": "named:v2",
+    "docker_name": "named:v2"
   }
 ]
 `
-	if diff := cmp.Diff(wantRow, string(data)); diff != "" {
+	if diff := cmp.Diff(wantRows, string(data)); diff != "" {
 		t.Errorf("transferred (-want +got):\n%s", diff)
 	}
 	tr, err := task.Load(context.Background(), agg.Transferred, task.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tr.Dialect != task.DialectSWEFactory || len(tr.Tasks) != 1 || tr.Tasks[0].Image != "o__r-1_swefactory_root" || tr.Tasks[0].Grader != task.GraderSWEFactory {
+	if tr.Dialect != task.DialectSWEFactory || len(tr.Tasks) != 2 || tr.Tasks[0].Image != "o__r-1_swefactory_root" || tr.Tasks[0].Grader != task.GraderSWEFactory {
 		t.Errorf("transferred loads as %s: %+v", tr.Dialect, tr.Tasks)
 	}
 
@@ -131,8 +172,34 @@ func TestBuildWriteAggregates(t *testing.T) {
 	if err := json.Unmarshal(data, &failed); err != nil {
 		t.Fatal(err)
 	}
-	if len(failed) != 2 || failed[0]["failure_reason"] != "the gold patch does not apply" || failed[1]["instance_id"] != "o__r-4" {
-		t.Errorf("failed rows: %v", failed)
+	var got []string
+	for _, f := range failed {
+		got = append(got, fmt.Sprint(f["instance_id"], " | ", f["failure_reason"], " | ", f["docker_image"]))
+	}
+	want := []string{
+		"o__r-2 | the gold patch does not apply | o__r-2_swefactory_root",
+		"o__r-3 | " + ReasonInterrupted + " | o__r-3_swefactory_root",
+		"o__r-4 | error (runs again next time): engine: gone | o__r-4_swefactory_root",
+		"o__r-5 | " + ReasonNotRun + " | o__r-5_swefactory_root",
+		"o__r-6 | why | mine:v1",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("failed rows (-want +got):\n%s", diff)
+	}
+
+	// summary_history.jsonl gains one line per call.
+	if _, err := WriteAggregates(out, "in", res.Tasks[:1], AggregateOptions{InputFile: input}); err != nil {
+		t.Fatal(err)
+	}
+	data, err = os.ReadFile(filepath.Join(out, FileSummaryHistory))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var first, second SummaryMain
+	if len(lines) != 2 || json.Unmarshal([]byte(lines[0]), &first) != nil || json.Unmarshal([]byte(lines[1]), &second) != nil ||
+		first.Total != 7 || second.Total != 1 || second.InputFile != input {
+		t.Errorf("summary_history.jsonl:\n%s", data)
 	}
 }
 
@@ -172,7 +239,7 @@ func TestBuildRealRows(t *testing.T) {
 	if err := writeJSON(filepath.Join(InstanceDir(out, bad.InstanceID), FileStatus), Status{InstanceID: bad.InstanceID, Status: StatusFailed, Reason: "why"}); err != nil {
 		t.Fatal(err)
 	}
-	agg, err := WriteAggregates(out, DatasetStem(input), res.Tasks)
+	agg, err := WriteAggregates(out, DatasetStem(input), res.Tasks, AggregateOptions{InputFile: input})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +270,7 @@ func TestBuildRealRows(t *testing.T) {
 	if diff := cmp.Diff(append(upstream, "docker_image"), keys(agg.Transferred)); diff != "" {
 		t.Errorf("transferred keys (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(append(upstream, "failure_reason"), keys(agg.FailedFile)); diff != "" {
+	if diff := cmp.Diff(append(upstream, "failure_reason", "docker_image"), keys(agg.FailedFile)); diff != "" {
 		t.Errorf("failed keys (-want +got):\n%s", diff)
 	}
 	tr, err := task.Load(context.Background(), agg.Transferred, task.LoadOptions{})

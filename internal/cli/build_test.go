@@ -195,7 +195,7 @@ func TestBuildCmdDocker(t *testing.T) {
 		t.Fatalf("summary_main.json: %s (%v)", data, err)
 	}
 	st, err := build.ReadStatus(filepath.Join(out, "swerve-cli__calc-2"))
-	if err != nil || st.Model.Calls != 2 || !st.Model.Offline || st.FinalIteration != 3 {
+	if err != nil || st.Model.Calls != 2 || !st.Model.Offline || st.FinalIteration == nil || *st.FinalIteration != 2 || st.TotalIterations != 3 {
 		t.Fatalf("status of the repaired instance: %+v, %v", st, err)
 	}
 
