@@ -74,6 +74,9 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 	if err := lg.printf("instance %s: image %s, at most %d attempts, eval limit %s", t.InstanceID, st.DockerImage, o.MaxIterations, o.EvalTimeout); err != nil {
 		return nil, err
 	}
+	if own := rowImage(t, ""); own != "" && own != st.DockerImage {
+		lg.printf("the row names the image %s: the transferred row keeps that name, as SWE-Factory does; the image built here is %s", own, st.DockerImage)
+	}
 
 	dockerfile, script := t.Dockerfile, t.EvalScript
 	// resolved is the Dockerfile last built (after the repo-cache
