@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -280,5 +281,113 @@ func TestBuildRealRows(t *testing.T) {
 	got := tr.Tasks[0]
 	if got.Image != "gabime__spdlog-3366_swefactory_root" || got.Dockerfile != "FROM fixed\n" || got.Patch != ok.Patch || got.TestPatch != ok.TestPatch || got.ProblemStatement != ok.ProblemStatement {
 		t.Errorf("transferred task: image %q, dockerfile %q", got.Image, got.Dockerfile)
+	}
+}
+
+// statusSchema is SWE-Factory's status.json, written down from its field
+// names and JSON types: every key must be there with a value of one of the
+// listed kinds.
+var statusSchema = map[string][]string{
+	"instance_id":              {"string"},
+	"status":                   {"string"},
+	"final_iteration":          {"number", "null"},
+	"last_iteration_attempted": {"number", "null"},
+	"reason":                   {"string", "null"},
+	"total_iterations":         {"number"},
+	"aggregate":                {"object"},
+	"iterations":               {"array"},
+	"artifacts":                {"object"},
+	"response_logs":            {"array"},
+	"generated_at":             {"string"},
+	"mode":                     {"string"},
+	"exit_reason":              {"string", "null"},
+}
+
+var (
+	aggregateSchema = []string{"total_cost", "total_input_tokens", "total_output_tokens"}
+	iterationSchema = []string{"iteration", "status", "metadata_path", "cost", "llm_calls", "response_log"}
+)
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "bool"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// TestBuildStatusSchema: the status.json swerve writes has SWE-Factory's
+// keys and types, and a status.json in SWE-Factory's shape reads back, so
+// --skip-existing keeps what an upstream build proved.
+func TestBuildStatusSchema(t *testing.T) {
+	out := t.TempDir()
+	if _, err := Run(context.Background(), Options{Tasks: fakeTasks("o__r-1"), Output: out, Stem: "in", MaxIterations: 1, Engine: &fakeEngine{err: errNoBuild}}); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(InstanceDir(out, "o__r-1"), FileStatus))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st map[string]any
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	for key, kinds := range statusSchema {
+		v, ok := st[key]
+		if !ok || !slices.Contains(kinds, jsonKind(v)) {
+			t.Errorf("status.json %s = %v (%s); want one of %v", key, v, jsonKind(v), kinds)
+		}
+	}
+	agg, _ := st["aggregate"].(map[string]any)
+	for _, k := range aggregateSchema {
+		if jsonKind(agg[k]) != "number" {
+			t.Errorf("status.json aggregate.%s = %v", k, agg[k])
+		}
+	}
+	its, _ := st["iterations"].([]any)
+	if len(its) != 1 {
+		t.Fatalf("status.json iterations: %v", st["iterations"])
+	}
+	it := its[0].(map[string]any)
+	for _, k := range iterationSchema {
+		if _, ok := it[k]; !ok {
+			t.Errorf("status.json iterations[0] lacks %s: %v", k, it)
+		}
+	}
+	if it["iteration"] != 0.0 || it["metadata_path"] != "iteration_0/metadata.json" {
+		t.Errorf("iterations[0] = %v; want iteration 0 in iteration_0/", it)
+	}
+	for _, f := range []string{FileRunTests, FileRunTestsOriginal, FileEvalScript, FileEvalOriginal, FileDockerfile, FileDockerfileOriginal, "iteration_0/" + FileMetadata} {
+		if _, err := os.Stat(filepath.Join(InstanceDir(out, "o__r-1"), f)); err != nil {
+			t.Error(err)
+		}
+	}
+	for _, f := range []string{FileDockerfileResolved, FileCheckSummary} {
+		if _, err := os.Stat(filepath.Join(InstanceDir(out, "o__r-1"), f)); err == nil {
+			t.Errorf("%s written for an instance that failed", f)
+		}
+	}
+
+	// An upstream-shaped status.json (hand-written from the field names).
+	up := t.TempDir()
+	upstream := `{"instance_id": "o__r-2", "status": "success", "final_iteration": 1, "last_iteration_attempted": 1,
+  "reason": null, "total_iterations": 2, "aggregate": {"total_cost": 0.5, "total_input_tokens": 10, "total_output_tokens": 2},
+  "iterations": [{"iteration": 0, "status": "failed", "metadata_path": "iteration_0/metadata.json", "cost": 0.25, "llm_calls": 1, "response_log": "responses/iteration_0.jsonl"},
+                 {"iteration": 1, "status": "success", "metadata_path": "iteration_1/metadata.json", "cost": 0.25, "llm_calls": 1, "response_log": null}],
+  "artifacts": {"dockerfile": "Dockerfile"}, "response_logs": [], "generated_at": "2025-01-01T00:00:00Z", "mode": "auto", "exit_reason": null}`
+	if err := os.WriteFile(filepath.Join(up, FileStatus), []byte(upstream), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadStatus(up)
+	if err != nil || got.Status != StatusSuccess || got.FinalIteration == nil || *got.FinalIteration != 1 || len(got.Iterations) != 2 || got.Aggregate.TotalCost != 0.5 {
+		t.Errorf("upstream status.json reads as %+v, %v", got, err)
 	}
 }
