@@ -270,7 +270,14 @@ func printBuildSummary(w io.Writer, s *build.Summary, out string) {
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "this run      %d built, %d kept from before\n", s.Ran, s.Skipped)
 	}
-	for _, f := range m.FailedInstances {
+	// Every row not proven is listed in <stem>_failed.json; the terminal
+	// gets the first few.
+	const show = 20
+	for i, f := range m.FailedInstances {
+		if i == show {
+			fmt.Fprintf(w, "failed        … and %d more (all in %s)\n", len(m.FailedInstances)-show, s.FailedFile)
+			break
+		}
 		fmt.Fprintf(w, "failed        %s: %s\n", f.InstanceID, f.Reason)
 	}
 	if s.Errors > 0 {
