@@ -5,16 +5,21 @@
 // without it), asks a model to repair the Dockerfile or eval script when a
 // check fails, and writes the transferred dataset that Stage 2 runs on.
 //
-// Outputs, under Options.Output:
+// Outputs, under Options.Output, with SWE-Factory's names and fields:
 //
-//	<instance_id>/            Dockerfile, Dockerfile_original, eval_script.sh,
-//	                          eval_script_original.sh, instance.log, status.json,
-//	                          iteration_<n>/ (files tried, build and check logs,
-//	                          result, the model's request and reply)
-//	summary.json              [{instance_id, success, reason, cost}]
+//	<instance_id>/            Dockerfile, Dockerfile_original, Dockerfile.resolved
+//	                          (on success), run_tests.sh, run_tests_original.sh,
+//	                          eval_script.sh, eval_script_original.sh, summary.json
+//	                          (on success), instance.log, status.json,
+//	                          iteration_<n>/ from 0 (files tried, metadata.json,
+//	                          build and check logs, result, the model's request
+//	                          and reply)
+//	summary.json              [{instance_id, success, reason, cost}] for this run
 //	summary_main.json         {total, succeeded, failed, success_rate, failed_instances}
+//	summary_history.jsonl     one summary_main line per run, with input_file
 //	<stem>_transferred.json   the proven rows, with docker_image, dockerfile, eval_script
-//	<stem>_failed.json        the other rows, with failure_reason
+//	<stem>_failed.json        every other row (never-run ones too), with
+//	                          failure_reason and docker_image
 package build
 
 import (
@@ -22,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,6 +50,8 @@ type Options struct {
 	// (<stem>_transferred.json), after the input file.
 	Output string
 	Stem   string
+	// InputFile is the input's path, recorded in summary_history.jsonl.
+	InputFile string
 	// MaxIterations bounds the attempts per instance, the first included
 	// (1: no repair).
 	MaxIterations int
@@ -51,8 +59,8 @@ type Options struct {
 	// the instance without repair.
 	EvalTimeout time.Duration
 	Workers     int
-	// SkipExisting keeps instances whose status.json is final (success
-	// or failed); others run (again).
+	// SkipExisting keeps instances whose status.json says success;
+	// failed ones run again, as SWE-Factory's --skip-existing retries them.
 	SkipExisting bool
 	// RepoCache is a directory of git mirrors to clone from instead of
 	// GitHub.
@@ -154,12 +162,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			if err != nil {
 				return nil, err
 			}
-			if st != nil && Final(st.Status) {
+			if st != nil && st.Status == StatusSuccess {
 				sum.Skipped++
 				r.done++
-				if st.Status == StatusSuccess {
-					r.succeeded++
-				}
+				r.succeeded++
 				r.emit(Event{Kind: EventSkipped, InstanceID: t.InstanceID, Status: st.Status, Reason: st.Reason})
 				continue
 			}
@@ -200,7 +206,8 @@ type runner struct {
 	interrupted bool
 	fatal       error
 
-	aggMu sync.Mutex
+	// summary is summary.json: the instances this run finished.
+	summary []SummaryEntry
 }
 
 func (r *runner) emit(e Event) {
@@ -223,12 +230,21 @@ func (r *runner) stopping() bool {
 	}
 }
 
-// aggregate rewrites the top-level files (after every instance, so a killed
-// run leaves them up to date).
+// aggregate writes the top-level files once, when the run ends (an
+// interrupted one too). One pass over the instances: a build of N
+// instances costs O(N). A killed run leaves every instance's status.json;
+// the next run writes the aggregates from them.
 func (r *runner) aggregate() (*Aggregates, error) {
-	r.aggMu.Lock()
-	defer r.aggMu.Unlock()
-	return WriteAggregates(r.opts.Output, r.opts.Stem, r.opts.Tasks)
+	r.mu.Lock()
+	ran := slices.Clone(r.summary)
+	r.mu.Unlock()
+	// summary.json lists them in input order, whatever order they ended in.
+	pos := make(map[string]int, len(r.opts.Tasks))
+	for i := range r.opts.Tasks {
+		pos[r.opts.Tasks[i].InstanceID] = i
+	}
+	slices.SortFunc(ran, func(a, b SummaryEntry) int { return pos[a.InstanceID] - pos[b.InstanceID] })
+	return WriteAggregates(r.opts.Output, r.opts.Stem, r.opts.Tasks, AggregateOptions{Ran: ran, InputFile: r.opts.InputFile})
 }
 
 func (r *runner) runAll(ctx context.Context, pending []*task.Task) error {
@@ -321,6 +337,11 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	}
 	r.done++
 	r.ran++
+	entry := SummaryEntry{InstanceID: t.InstanceID, Success: st.Status == StatusSuccess, Cost: st.Model.Cost}
+	if !entry.Success {
+		entry.Reason = failureReason(st)
+	}
+	r.summary = append(r.summary, entry)
 	if st.Status == StatusSuccess {
 		r.succeeded++
 	}
@@ -328,13 +349,6 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 		r.errors++
 	}
 	r.emit(Event{Kind: EventDone, InstanceID: t.InstanceID, Status: st.Status, Reason: st.Reason,
-		Iteration: st.FinalIteration, Seconds: time.Since(start).Seconds()})
+		Iteration: st.TotalIterations, Seconds: time.Since(start).Seconds()})
 	r.mu.Unlock()
-	if _, err := r.aggregate(); err != nil {
-		r.mu.Lock()
-		if r.fatal == nil {
-			r.fatal = err
-		}
-		r.mu.Unlock()
-	}
 }

@@ -156,6 +156,7 @@ func TestBuildDocker(t *testing.T) {
 	var events []build.Event
 	opts := build.Options{
 		Tasks: res.Tasks, Output: out, Stem: build.DatasetStem(input),
+		InputFile:     input,
 		MaxIterations: 3, EvalTimeout: 5 * time.Second, Workers: 2, RepoCache: cache,
 		Engine: eng, NewModel: replayModels(t), ModelName: "replay/testdata/replies",
 		Events: func(e build.Event) { events = append(events, e) },
@@ -181,13 +182,13 @@ func TestBuildDocker(t *testing.T) {
 		if !strings.Contains(string(lg), "repo cache: cloning github.com/swerve-test/calc from "+filepath.Join(cache, "swerve-test__calc.git")) {
 			t.Errorf("%s: instance.log does not mention the repo cache:\n%s", id, lg)
 		}
-		resolved, err := os.ReadFile(filepath.Join(dir, "iteration_1", build.FileDockerfileResolved))
+		resolved, err := os.ReadFile(filepath.Join(dir, "iteration_0", build.FileDockerfileResolved))
 		if err != nil || !strings.Contains(string(resolved), "COPY .swerve-repos/swerve-test__calc.git /swerve-repos/swerve-test__calc.git\nRUN ") {
 			t.Errorf("%s: Dockerfile.resolved has no COPY of the mirror (%v):\n%s", id, err, resolved)
 		}
 	}
 	// Every repair request carries the failure and both files.
-	req, err := os.ReadFile(filepath.Join(build.InstanceDir(out, "swerve-test__calc-2"), "iteration_2", build.FileModelRequest))
+	req, err := os.ReadFile(filepath.Join(build.InstanceDir(out, "swerve-test__calc-2"), build.IterationDir(2), build.FileModelRequest))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,8 +216,9 @@ func TestBuildDocker(t *testing.T) {
 	// Stage 2 on the transferred dataset: the gold patch gets reward 1.
 	runGolden(t, eng, sum.Transferred, 2)
 
-	// Resume: with --skip-existing, finished instances are kept (nothing is
-	// built); one whose status is not final (killed mid-run) runs again.
+	// Resume: with --skip-existing, instances that succeeded are kept
+	// (nothing is built); failed ones are retried, as SWE-Factory retries
+	// them, and so is one whose status is not final (killed mid-run).
 	before := readTree(t, out)
 	st := filepath.Join(build.InstanceDir(out, "swerve-test__calc-1"), build.FileStatus)
 	data, err := os.ReadFile(st)
@@ -232,14 +234,23 @@ func TestBuildDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sum.Skipped != 3 || sum.Ran != 1 || counting.builds != 1 || sum.Main.Succeeded != 2 {
-		t.Errorf("resume: skipped %d, ran %d, built %d times, succeeded %d; want 3, 1, 1, 2", sum.Skipped, sum.Ran, counting.builds, sum.Main.Succeeded)
+	if sum.Skipped != 1 || sum.Ran != 3 || counting.builds != 4 || sum.Main.Succeeded != 2 {
+		t.Errorf("resume: skipped %d, ran %d, built %d times, succeeded %d; want 1, 3, 4, 2", sum.Skipped, sum.Ran, counting.builds, sum.Main.Succeeded)
 	}
 	after := readTree(t, out)
-	for _, name := range []string{"summary.json", "summary_main.json", "instances_transferred.json", "instances_failed.json"} {
+	for _, name := range []string{"summary_main.json", "instances_transferred.json", "instances_failed.json"} {
 		if before[name] != after[name] {
 			t.Errorf("resume changed %s", name)
 		}
+	}
+	// summary.json lists this run's instances; summary_history.jsonl has a
+	// line per run.
+	var ran []build.SummaryEntry
+	if err := json.Unmarshal([]byte(after["summary.json"]), &ran); err != nil || len(ran) != 3 {
+		t.Errorf("summary.json after the resume: %v\n%s", err, after["summary.json"])
+	}
+	if n := strings.Count(after["summary_history.jsonl"], "\n"); n != 2 {
+		t.Errorf("summary_history.jsonl has %d lines, want 2:\n%s", n, after["summary_history.jsonl"])
 	}
 }
 
@@ -316,6 +327,9 @@ func readTree(t *testing.T, dir string) map[string]string {
 // compared.
 var unstable = regexp.MustCompile(`(^|/)(instance\.log|build\.log|check\.log|model_request\.json)$`)
 
+// inputFile matches summary_history.jsonl's input_file, a temporary path.
+var inputFile = regexp.MustCompile(`"input_file":"[^"]*"`)
+
 // checkGolden compares the output tree with testdata/golden: the list of
 // files, and the content of each stable file after normalising times,
 // token counts and machine-specific output.
@@ -370,6 +384,9 @@ func checkGolden(t *testing.T, out string) {
 func normalise(t *testing.T, name, data string) string {
 	t.Helper()
 	data = strings.ReplaceAll(data, testutil.TestImage(), testBase)
+	if name == build.FileSummaryHistory {
+		return inputFile.ReplaceAllString(data, `"input_file":"<input>"`)
+	}
 	if !strings.HasSuffix(name, ".json") || strings.HasSuffix(name, "_transferred.json") || strings.HasSuffix(name, "_failed.json") {
 		return data
 	}
@@ -414,12 +431,12 @@ func scrub(v any, key string) any {
 		}
 		return x
 	case float64:
-		if strings.HasSuffix(key, "seconds") {
+		if strings.HasSuffix(key, "seconds") || strings.HasSuffix(key, "tokens") {
 			return 0
 		}
 	case string:
 		switch key {
-		case "started_at", "finished_at":
+		case "started_at", "finished_at", "generated_at", "start_time", "end_time":
 			return "<time>"
 		case "output":
 			return "<output>"

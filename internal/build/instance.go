@@ -22,7 +22,8 @@ import (
 const LabelInstance = "swerve.build.instance"
 
 // instanceLog is an instance's instance.log, rewritten whole (atomically)
-// at every line.
+// at every line. Lines have the shape of SWE-Factory's: "<date> <time>,<ms>
+// INFO <message>".
 type instanceLog struct {
 	mu   sync.Mutex
 	path string
@@ -32,7 +33,7 @@ type instanceLog struct {
 func (l *instanceLog) printf(format string, args ...any) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(&l.buf, "%s %s\n", time.Now().Format("2006-01-02 15:04:05"), strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
+	fmt.Fprintf(&l.buf, "%s INFO %s\n", time.Now().Format("2006-01-02 15:04:05,000"), strings.TrimRight(fmt.Sprintf(format, args...), "\n"))
 	return fsutil.WriteFileAtomic(l.path, l.buf.Bytes(), false)
 }
 
@@ -52,37 +53,61 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 	st := &Status{
 		InstanceID: t.InstanceID, Status: StatusRunning, DockerImage: ImageTag(t.InstanceID),
 		MaxIterations: o.MaxIterations, History: []Iteration{}, Started: start.UTC(),
-		Model: ModelUsage{Name: o.ModelName},
+		Model: ModelUsage{Name: o.ModelName}, Mode: "auto",
+		Iterations: []IterationEntry{}, ResponseLogs: []string{}, Artifacts: map[string]string{},
 	}
 	lg := &instanceLog{path: filepath.Join(dir, FileLog)}
 	write := func(name, data string) error {
 		return fsutil.WriteFileAtomic(filepath.Join(dir, name), []byte(data), false)
 	}
 	for _, f := range []struct{ name, data string }{
-		{FileDockerfileOriginal, t.Dockerfile}, {FileEvalOriginal, t.EvalScript},
+		{FileDockerfileOriginal, t.Dockerfile}, {FileRunTestsOriginal, t.EvalScript}, {FileEvalOriginal, t.EvalScript},
 	} {
 		if err := write(f.name, f.data); err != nil {
 			return nil, err
 		}
 	}
+	st.Artifacts = artifacts(dir)
 	if err := writeJSON(filepath.Join(dir, FileStatus), st); err != nil {
 		return nil, err
 	}
 	if err := lg.printf("instance %s: image %s, at most %d attempts, eval limit %s", t.InstanceID, st.DockerImage, o.MaxIterations, o.EvalTimeout); err != nil {
 		return nil, err
 	}
+	if own := rowImage(t, ""); own != "" && own != st.DockerImage {
+		lg.printf("the row names the image %s: the transferred row keeps that name, as SWE-Factory does; the image built here is %s", own, st.DockerImage)
+	}
 
 	dockerfile, script := t.Dockerfile, t.EvalScript
+	// resolved is the Dockerfile last built (after the repo-cache
+	// rewrite); proof is the proving iteration's result.
+	var resolved string
+	var proof any
 	finish := func(status, stage, reason string) (*Status, error) {
 		st.Status, st.Stage, st.Reason = status, stage, reason
 		st.Finished = time.Now().UTC()
+		st.GeneratedAt = st.Finished.Format(time.RFC3339)
 		st.Timings.TotalSeconds = time.Since(start).Seconds()
-		if err := write(FileDockerfile, dockerfile); err != nil {
-			return nil, err
+		st.Aggregate = AggregateTotals{TotalCost: st.Model.Cost, TotalInputTokens: st.Model.Usage.InputTokens, TotalOutputTokens: st.Model.Usage.OutputTokens}
+		if stage == StageTimeout {
+			er := ExitReasonTimeout
+			st.ExitReason = &er
 		}
-		if err := write(FileEvalScript, script); err != nil {
-			return nil, err
+		files := []struct{ name, data string }{{FileDockerfile, dockerfile}, {FileRunTests, script}, {FileEvalScript, script}}
+		if status == StatusSuccess {
+			files = append(files, struct{ name, data string }{FileDockerfileResolved, resolved})
 		}
+		for _, f := range files {
+			if err := write(f.name, f.data); err != nil {
+				return nil, err
+			}
+		}
+		if status == StatusSuccess {
+			if err := writeJSON(filepath.Join(dir, FileCheckSummary), proof); err != nil {
+				return nil, err
+			}
+		}
+		st.Artifacts = artifacts(dir)
 		if err := writeJSON(filepath.Join(dir, FileStatus), st); err != nil {
 			return nil, err
 		}
@@ -103,8 +128,14 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 		source   = "original"
 		noChange string
 		notes    []string
+		// the model call that produced this attempt's files
+		itCalls     int
+		itCost      float64
+		itIn, itOut int
+		itReply     *string
 	)
 	for n := 1; ; n++ {
+		itStart := time.Now()
 		itDir := filepath.Join(dir, IterationDir(n))
 		for _, f := range []struct{ name, data string }{
 			{FileDockerfile, dockerfile}, {FileEvalScript, script},
@@ -113,7 +144,7 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 				return nil, err
 			}
 		}
-		it := Iteration{Iteration: n, Source: source, Notes: notes}
+		it := Iteration{Iteration: n - 1, Source: source, Notes: notes}
 		var f *Failure
 		if noChange != "" {
 			f = &Failure{Stage: StageModel, Reason: noChange}
@@ -127,11 +158,12 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
 				}
-				st.Iterations, st.FinalIteration = n, n
+				st.TotalIterations, st.LastIterationAttempted = n, ptr(n-1)
 				lg.printf("attempt %d: engine error: %v", n, err)
 				return finish(StatusError, "", "engine: "+err.Error())
 			}
 			f = res.failure
+			resolved = res.dockerfile
 			it.BuildSeconds, it.CheckSeconds = res.build.Seconds(), res.check.Seconds()
 			st.Timings.BuildSeconds += it.BuildSeconds
 			st.Timings.CheckSeconds += it.CheckSeconds
@@ -141,13 +173,34 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 			it.Stage, it.Reason = f.Stage, f.Reason
 		}
 		st.History = append(st.History, it)
-		st.Iterations, st.FinalIteration = n, n
-		if err := writeJSON(filepath.Join(itDir, FileResult), struct {
+		st.TotalIterations, st.LastIterationAttempted = n, ptr(n-1)
+		result := struct {
 			Iteration
 			Failure *Failure `json:"failure,omitempty"`
-		}{it, f}); err != nil {
+		}{it, f}
+		if err := writeJSON(filepath.Join(itDir, FileResult), result); err != nil {
 			return nil, err
 		}
+		meta := IterationMetadata{
+			Iteration: n - 1, IterationDir: IterationDir(n), StartTime: itStart.UTC().Format(time.RFC3339Nano),
+			Status: "failed", EndTime: time.Now().UTC().Format(time.RFC3339Nano), DurationSeconds: time.Since(itStart).Seconds(),
+			LLMCalls: itCalls, Cost: itCost, InputTokens: itIn, OutputTokens: itOut,
+		}
+		if f == nil {
+			meta.Status = "success"
+			st.FinalIteration = ptr(n - 1)
+			proof = result
+		} else {
+			meta.Error = &IterationError{Type: f.Stage, Message: f.Reason}
+		}
+		if err := writeJSON(filepath.Join(itDir, FileMetadata), meta); err != nil {
+			return nil, err
+		}
+		st.Iterations = append(st.Iterations, IterationEntry{
+			Iteration: n - 1, Status: meta.Status, MetadataPath: IterationDir(n) + "/" + FileMetadata,
+			Cost: itCost, LLMCalls: itCalls, ResponseLog: itReply,
+		})
+		itCalls, itCost, itIn, itOut, itReply = 0, 0, 0, 0, nil
 		if err := writeJSON(filepath.Join(dir, FileStatus), st); err != nil {
 			return nil, err
 		}
@@ -224,6 +277,10 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 		st.Model.Calls++
 		st.Model.Usage = st.Model.Usage.Add(resp.Usage)
 		st.Model.Cost += resp.Cost
+		itCalls, itCost, itIn, itOut = 1, resp.Cost, resp.Usage.InputTokens, resp.Usage.OutputTokens
+		replyLog := IterationDir(n+1) + "/" + FileModelReply
+		itReply = &replyLog
+		st.ResponseLogs = append(st.ResponseLogs, replyLog)
 		reply := resp.Message
 		conv = append(conv, llm.Message{Role: llm.RoleAssistant, Content: reply.Content})
 		if err := fsutil.WriteFileAtomic(filepath.Join(next, FileModelReply), []byte(withNewline(reply.Content)), false); err != nil {
@@ -258,6 +315,8 @@ func (r *runner) instance(ctx context.Context, t *task.Task) (*Status, error) {
 type attemptResult struct {
 	failure      *Failure
 	build, check time.Duration
+	// dockerfile is the Dockerfile built, after the repo-cache rewrite.
+	dockerfile string
 }
 
 // attempt builds the image and proves it. Errors mean the engine failed.
@@ -288,6 +347,7 @@ func (r *runner) attempt(ctx context.Context, t *task.Task, n int, itDir, docker
 	if len(cached) > 0 {
 		st.RepoCache = cached
 	}
+	res.dockerfile = off.Dockerfile
 	if off.Dockerfile != dockerfile {
 		if err := fsutil.WriteFileAtomic(filepath.Join(itDir, FileDockerfileResolved), []byte(off.Dockerfile), false); err != nil {
 			return nil, err
@@ -354,4 +414,23 @@ func buildError(err error, tag string) string {
 		msg = msg[:i]
 	}
 	return strings.TrimSpace(msg)
+}
+
+// ptr returns a pointer to a copy of v.
+func ptr[T any](v T) *T { return &v }
+
+// artifacts is status.json's artifacts: SWE-Factory's keys for the files
+// dir holds.
+func artifacts(dir string) map[string]string {
+	m := map[string]string{}
+	for _, a := range []struct{ key, name string }{
+		{"dockerfile", FileDockerfile}, {"run_tests", FileRunTests}, {"eval_script", FileEvalScript},
+		{"dockerfile_original", FileDockerfileOriginal}, {"run_tests_original", FileRunTestsOriginal},
+		{"eval_script_original", FileEvalOriginal}, {"checker_summary", FileCheckSummary},
+	} {
+		if _, err := os.Stat(filepath.Join(dir, a.name)); err == nil {
+			m[a.key] = a.name
+		}
+	}
+	return m
 }

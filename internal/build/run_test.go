@@ -2,6 +2,7 @@ package build
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -74,13 +75,14 @@ func TestBuildRunBuildFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "the image does not build: The command '/bin/sh -c make' returned a non-zero code: 2"
-	if st.Status != StatusFailed || st.Stage != StageBuild || st.Reason != want || st.Iterations != 1 {
+	if st.Status != StatusFailed || st.Stage != StageBuild || st.Reason != want || st.TotalIterations != 1 ||
+		st.FinalIteration != nil || st.LastIterationAttempted == nil || *st.LastIterationAttempted != 0 {
 		t.Errorf("status %+v", st)
 	}
 	if sum.Main.Failed != 1 || sum.Main.FailedInstances[0].Reason != want {
 		t.Errorf("summary %+v", sum.Main)
 	}
-	log, err := os.ReadFile(filepath.Join(InstanceDir(out, "o__r-1"), "iteration_1", FileBuildLog))
+	log, err := os.ReadFile(filepath.Join(InstanceDir(out, "o__r-1"), "iteration_0", FileBuildLog))
 	if err != nil || !strings.Contains(string(log), "Step 1/1 : FROM scratch") || !strings.Contains(string(log), "Error 2") {
 		t.Errorf("build.log: %q, %v", log, err)
 	}
@@ -107,7 +109,7 @@ func TestBuildRunRepairsUntilMax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if eng.builds.Load() != 3 || st.Model.Calls != 2 || st.Iterations != 3 || !st.Model.Offline ||
+	if eng.builds.Load() != 3 || st.Model.Calls != 2 || st.TotalIterations != 3 || len(st.Iterations) != 3 || st.Iterations[2].LLMCalls != 1 || !st.Model.Offline ||
 		!strings.HasSuffix(st.Reason, "(still failing after 3 attempts)") {
 		t.Errorf("builds %d, status %+v", eng.builds.Load(), st)
 	}
@@ -173,8 +175,23 @@ func TestBuildRunInterrupted(t *testing.T) {
 	go func() { <-eng.started; cancel() }()
 	opts := Options{Tasks: fakeTasks("o__r-1", "o__r-2"), Output: out, Stem: "in", MaxIterations: 1, Engine: eng, SkipExisting: true}
 	sum, err := Run(ctx, opts)
-	if !errors.Is(err, ErrInterrupted) || sum.Ran != 0 || sum.Main.Total != 0 {
+	if !errors.Is(err, ErrInterrupted) || sum.Ran != 0 || sum.Main.Total != 2 || sum.Main.Failed != 2 {
 		t.Fatalf("interrupted run: %v, %+v", err, sum)
+	}
+	// in_failed.json lists both rows: the one cut short and the one never
+	// started.
+	data, err := os.ReadFile(sum.FailedFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var failed []struct {
+		ID     string `json:"instance_id"`
+		Reason string `json:"failure_reason"`
+		Image  string `json:"docker_image"`
+	}
+	if err := json.Unmarshal(data, &failed); err != nil || len(failed) != 2 ||
+		failed[0].Reason != ReasonInterrupted || failed[1].Reason != ReasonNotRun || failed[1].Image != "o__r-2_swefactory_root" {
+		t.Fatalf("in_failed.json after the interrupt (%v):\n%s", err, data)
 	}
 	st, err := ReadStatus(InstanceDir(out, "o__r-1"))
 	if err != nil || st == nil || st.Status != StatusRunning {
@@ -211,5 +228,36 @@ func TestBuildRunInputChecks(t *testing.T) {
 	if _, err := Run(context.Background(), Options{Tasks: fakeTasks("O/r", "o:r"), Output: out, Stem: "in", Engine: eng}); err == nil ||
 		!strings.Contains(err.Error(), "share the image tag o-r_swefactory_root") {
 		t.Errorf("tag collision: %v", err)
+	}
+}
+
+// TestBuildRunSkipExisting: --skip-existing keeps successes only; a failed
+// instance is built again, as SWE-Factory retries its failures.
+func TestBuildRunSkipExisting(t *testing.T) {
+	out := t.TempDir()
+	eng := &fakeEngine{err: errNoBuild}
+	opts := Options{Tasks: fakeTasks("o__r-1", "o__r-2"), Output: out, Stem: "in", MaxIterations: 1, Engine: eng, SkipExisting: true}
+	if _, err := Run(context.Background(), opts); err != nil {
+		t.Fatal(err)
+	}
+	// o__r-1 succeeded in an earlier run (its files written by hand).
+	d := InstanceDir(out, "o__r-1")
+	if err := writeJSON(filepath.Join(d, FileStatus), Status{InstanceID: "o__r-1", Status: StatusSuccess, DockerImage: ImageTag("o__r-1")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{FileDockerfile, FileRunTests} {
+		if err := os.WriteFile(filepath.Join(d, f), []byte("x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := Run(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if eng.builds.Load() != 3 || sum.Skipped != 1 || sum.Ran != 1 || sum.Main.Succeeded != 1 || sum.Main.Failed != 1 {
+		t.Errorf("%d builds, %+v; want 3 builds (o__r-2 twice), 1 kept, 1 run", eng.builds.Load(), sum)
+	}
+	if len(sum.Summary) != 1 || sum.Summary[0].InstanceID != "o__r-2" {
+		t.Errorf("summary.json lists %+v; want this run's o__r-2 only", sum.Summary)
 	}
 }

@@ -72,11 +72,19 @@ replies offline; replay/<dir> reads <dir>/<instance_id>.json per instance.
 clones of those GitHub repositories in the Dockerfile then come from the copied
 mirror, so the build needs no network for them.
 
-Outputs in --output: per instance <instance_id>/ (Dockerfile, Dockerfile_original,
-eval_script.sh, eval_script_original.sh, iteration_<n>/, instance.log,
-status.json), summary.json, summary_main.json, <input stem>_transferred.json
-(ready for swerve run) and <input stem>_failed.json. With --skip-existing,
-instances whose status is final are kept, so an interrupted build resumes.`,
+Outputs in --output, with SWE-Factory's names and fields: per instance
+<instance_id>/ (Dockerfile, Dockerfile_original, Dockerfile.resolved and
+summary.json on success, run_tests.sh, run_tests_original.sh, eval_script.sh,
+eval_script_original.sh, iteration_0/, iteration_1/, ..., instance.log,
+status.json); summary.json (this run's instances), summary_main.json,
+summary_history.jsonl (one line appended per run), <input stem>_transferred.json
+(ready for swerve run) and <input stem>_failed.json (every row that did not
+succeed, never-run ones too, with failure_reason and docker_image). A row's own
+docker_image (else docker_name) is kept in both datasets, as SWE-Factory keeps
+it; otherwise it names the image built.
+
+With --skip-existing, instances that succeeded before are kept and the others
+run again (failures are retried), so an interrupted build resumes.`,
 		Example: `  swerve build --input results.json --output build_out --max-iterations 5 --eval-timeout 300 \
       --max-workers 2 --skip-existing --model_name openai/gpt-4.1-mini
   swerve build --input results.json --output build_out --max-iterations 1 --repo-cache /data/mirrors
@@ -90,7 +98,7 @@ instances whose status is final are kept, so an interrupted build resumes.`,
 	fs.IntVar(&bf.MaxIterations, "max-iterations", build.DefaultMaxIterations, "attempts per instance, the first included (1: no repair, no model)")
 	secondsVar(fs, &bf.EvalTimeout, "eval-timeout", 300*time.Second, "time limit of each eval script run; a task past it is filtered out")
 	fs.IntVar(&bf.Workers, "max-workers", 2, "instances built at once")
-	fs.BoolVar(&bf.SkipExisting, "skip-existing", false, "keep instances whose status.json is final (success or failed)")
+	fs.BoolVar(&bf.SkipExisting, "skip-existing", false, "keep instances that succeeded before; failed and unfinished ones run again")
 	fs.StringVar(&bf.ModelName, "model_name", "", "repair model (OpenRouter or OpenAI-compatible chat model)")
 	fs.StringVar(&bf.RepoCache, "repo-cache", "", "directory of local git mirrors to clone GitHub repositories from (offline builds)")
 	fs.StringVar(&bf.BaseURL, "base-url", "", "API base URL of the repair model (default: from the environment)")
@@ -169,7 +177,7 @@ func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 	events := func(e build.Event) { prog.report(e, buildLine(e), counts{e.Done, e.Total, e.Running, e.Succeeded}) }
 	stop := gracefulStop(ctx, "stopping: nothing new starts; running instances end after their current attempt and run again next time")
 	sum, err := build.Run(ctx, build.Options{
-		Tasks: res.Tasks, Output: bf.Output, Stem: build.DatasetStem(bf.Input),
+		Tasks: res.Tasks, Output: bf.Output, Stem: build.DatasetStem(bf.Input), InputFile: bf.Input,
 		MaxIterations: bf.MaxIterations, EvalTimeout: bf.EvalTimeout, Workers: bf.Workers,
 		SkipExisting: bf.SkipExisting, RepoCache: bf.RepoCache, Engine: eng,
 		NewModel: newModel, ModelName: bf.ModelName, Events: events, Stop: stop,
@@ -262,7 +270,14 @@ func printBuildSummary(w io.Writer, s *build.Summary, out string) {
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "this run      %d built, %d kept from before\n", s.Ran, s.Skipped)
 	}
-	for _, f := range m.FailedInstances {
+	// Every row not proven is listed in <stem>_failed.json; the terminal
+	// gets the first few.
+	const show = 20
+	for i, f := range m.FailedInstances {
+		if i == show {
+			fmt.Fprintf(w, "failed        … and %d more (all in %s)\n", len(m.FailedInstances)-show, s.FailedFile)
+			break
+		}
 		fmt.Fprintf(w, "failed        %s: %s\n", f.InstanceID, f.Reason)
 	}
 	if s.Errors > 0 {

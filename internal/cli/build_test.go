@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +196,7 @@ func TestBuildCmdDocker(t *testing.T) {
 		t.Fatalf("summary_main.json: %s (%v)", data, err)
 	}
 	st, err := build.ReadStatus(filepath.Join(out, "swerve-cli__calc-2"))
-	if err != nil || st.Model.Calls != 2 || !st.Model.Offline || st.FinalIteration != 3 {
+	if err != nil || st.Model.Calls != 2 || !st.Model.Offline || st.FinalIteration == nil || *st.FinalIteration != 2 || st.TotalIterations != 3 {
 		t.Fatalf("status of the repaired instance: %+v, %v", st, err)
 	}
 
@@ -224,5 +225,32 @@ func TestBuildCmdDocker(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &rs); err != nil || rs.Total != 2 || rs.Reward1.Count != 2 {
 		t.Fatalf("reward_summary.json: %s (%v); want reward 1 for both rows", data, err)
+	}
+}
+
+// TestBuildSummaryShortensFailures: an interrupted build of many rows lists
+// every row not proven in <stem>_failed.json; the terminal gets the first
+// twenty and a count.
+func TestBuildSummaryShortensFailures(t *testing.T) {
+	for _, tt := range []struct {
+		failed    int
+		lines     int
+		moreCount string
+	}{
+		{3, 3, ""},
+		{20, 20, ""},
+		{25, 21, "… and 5 more (all in out/in_failed.json)"},
+	} {
+		s := &build.Summary{}
+		s.FailedFile = "out/in_failed.json"
+		for i := range tt.failed {
+			s.Main.FailedInstances = append(s.Main.FailedInstances, build.FailedSummary{InstanceID: fmt.Sprintf("o__r-%d", i), Reason: build.ReasonNotRun})
+		}
+		var b strings.Builder
+		printBuildSummary(&b, s, "out")
+		got := strings.Count(b.String(), "\nfailed ")
+		if got != tt.lines || !strings.Contains(b.String(), tt.moreCount) {
+			t.Errorf("%d failed: %d failed lines; want %d with %q:\n%s", tt.failed, got, tt.lines, tt.moreCount, b.String())
+		}
 	}
 }

@@ -39,18 +39,20 @@ form another tool expects. Each format is a subcommand.`,
 
 func newConvertHarborCmd() *cobra.Command {
 	var (
-		df     datasetFlags
-		opts   = harborconv.Options{Config: harborconv.DefaultConfig()}
-		asJSON bool
+		df           datasetFlags
+		opts         = harborconv.Options{Config: harborconv.DefaultConfig()}
+		asJSON       bool
+		strictMarker = true
 	)
 	cmd := &cobra.Command{
-		Use:   "harbor --input D --out-dir DIR",
+		Use:   "harbor --input D [--out-dir DIR]",
 		Short: "Write one Harbor task directory per task",
 		Long: `harbor writes one Harbor task directory per task of the dataset, named after
 its instance id (characters other than letters, digits, '.', '_' and '-'
 become '_'):
 
-  instruction.md          the issue text
+  instruction.md          the issue text, then "Repository" (repository, base
+                          commit, /testbed, task id) and "What to do" sections
   task.toml               version, [metadata], [verifier] / [agent] timeout_sec,
                           [environment] build_timeout_sec, cpus, memory_mb, storage_mb
   environment/Dockerfile  the row's Dockerfile; FROM <image> when the row has
@@ -58,10 +60,11 @@ become '_'):
                           row's host repository (source_dir), copied to
                           environment/repo and put at /testbed
   tests/eval.sh           the row's eval script, unchanged
+  tests/test.patch        the row's test patch, unchanged (rows with one)
   tests/test.sh           runs eval.sh and writes /logs/verifier/reward.txt:
                           1 when its last OMNIGRIL_EXIT_CODE=<n> line says 0
   solution/solve.sh       applies the gold patch with git apply (no gold
-                          patch, no solution/)
+                          patch or --no-solution: no solution/)
 
 Only rows graded by the OMNIGRIL_EXIT_CODE line (SWE-Factory rows, such as a
 swerve build's *_transferred.json) convert: rows graded by parsing the test
@@ -70,8 +73,13 @@ swerve's parsers, which a Harbor verifier does not have, and their eval
 scripts' exit status does not say whether the tests passed. Such rows are
 refused with the reason, or left out with --skip-unsupported.
 
+The reward is always read the strict way: from the eval script's own echo of
+OMNIGRIL_EXIT_CODE, never from its exit status or from printed lines, so
+--strict-marker is accepted and --strict-marker=false is refused.
+
 Task directories that exist already are refused unless --force replaces
-them. Nothing is written until every task has been checked. One line per
+them. Nothing is written until every task has been checked; then --jobs
+directories are written at once. --out-dir defaults to ./harbor_tasks. One line per
 written task goes to stdout (id, directory, where its environment came
 from), then a summary line.
 
@@ -79,6 +87,7 @@ To check a converted task with swerve's own harbor grader (solve.sh must
 give reward 1, nothing 0), build its environment and validate it, as in the
 examples.`,
 		Example: `  swerve convert harbor --input run_dir/instances_transferred.json --out-dir ./harbor
+  swerve convert harbor --input run_dir/instances_transferred.json --limit 10 --no-solution -j 8
   swerve convert harbor --input examples/sample/sample_transferred.json --out-dir ./harbor \
       --base-image swerve-test-base:bookworm --force
   docker build -t calc-1 ./harbor/sample__calc-1/environment
@@ -90,7 +99,16 @@ examples.`,
 				return errors.New("--input is required (a parquet, JSON or JSONL dataset, e.g. a *_transferred.json)")
 			}
 			if opts.OutDir == "" {
-				return errors.New("--out-dir is required")
+				return errors.New("--out-dir: name the directory that receives the tasks")
+			}
+			if !strictMarker {
+				return errors.New("--strict-marker=false: swerve has no lenient mode; the reward comes only from the eval script's own OMNIGRIL_EXIT_CODE echo (an exit status or a printed line can lie)")
+			}
+			if opts.Jobs < 1 {
+				return fmt.Errorf("-j/--jobs: want at least 1, got %d", opts.Jobs)
+			}
+			if df.K < 0 {
+				return fmt.Errorf("--limit: want 0 (all) or more, got %d", df.K)
 			}
 			tasks, err := df.load(cmd)
 			if err != nil {
@@ -116,7 +134,10 @@ examples.`,
 			if n := len(res.Skipped); n > 0 {
 				line += fmt.Sprintf(", skipped %d", n)
 			}
-			if noSolution > 0 {
+			switch {
+			case opts.NoSolution:
+				line += ", no solution/ (--no-solution)"
+			case noSolution > 0:
 				line += fmt.Sprintf(", %d without a gold patch (no solution/)", noSolution)
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), line)
@@ -126,7 +147,11 @@ examples.`,
 	fs := cmd.Flags()
 	df.register(fs)
 	fs.StringVar(&df.Dataset, "input", "", "dataset to convert (same as --dataset), e.g. a swerve build's *_transferred.json")
-	fs.StringVar(&opts.OutDir, "out-dir", "", "directory that receives one task directory per task")
+	fs.StringVar(&opts.OutDir, "out-dir", "harbor_tasks", "directory that receives one task directory per task")
+	fs.IntVar(&df.K, "limit", 0, "convert at most N tasks, the first ones (0: all; same as --k)")
+	fs.BoolVar(&opts.NoSolution, "no-solution", false, "leave solution/ out, even for rows with a gold patch")
+	fs.BoolVar(&strictMarker, "strict-marker", true, "read the reward only from the eval script's own OMNIGRIL_EXIT_CODE echo (always on; =false is refused)")
+	fs.IntVarP(&opts.Jobs, "jobs", "j", 4, "task directories written at once")
 	fs.BoolVar(&opts.Force, "force", false, "replace task directories that exist already")
 	fs.StringVar(&opts.BaseImage, "base-image", "", "for rows with a host repository (source_dir) but no Dockerfile: build FROM this image with the repository copied to /testbed (needs bash and git)")
 	fs.BoolVar(&opts.SkipUnsupported, "skip-unsupported", false, "leave out rows that cannot become Harbor tasks (listed on stderr) instead of failing")

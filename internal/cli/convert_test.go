@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +34,7 @@ func TestConvertHarborCLI(t *testing.T) {
 			t.Errorf("task.toml lacks %q:\n%s", s, conf)
 		}
 	}
-	for _, f := range []string{"instruction.md", "environment/Dockerfile", "environment/repo/calc.py", "tests/test.sh", "tests/eval.sh", "solution/solve.sh"} {
+	for _, f := range []string{"instruction.md", "environment/Dockerfile", "environment/repo/calc.py", "tests/test.sh", "tests/eval.sh", "tests/test.patch", "solution/solve.sh"} {
 		if _, err := os.Stat(filepath.Join(out, "sample__calc-1", f)); err != nil {
 			t.Error(err)
 		}
@@ -72,8 +74,29 @@ func TestConvertHarborCLI(t *testing.T) {
 	if _, _, err := execTasksCLI(t, "convert", "harbor", "--out-dir", out); err == nil || !strings.Contains(err.Error(), "--input is required") {
 		t.Errorf("no input: %v", err)
 	}
-	if _, _, err := execTasksCLI(t, "convert", "harbor", "--input", sample); err == nil || !strings.Contains(err.Error(), "--out-dir is required") {
-		t.Errorf("no output: %v", err)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out-dir", ""}, "--out-dir: name the directory"},
+		{[]string{"--strict-marker=false"}, "--strict-marker=false: swerve has no lenient mode"},
+		{[]string{"-j", "0"}, "-j/--jobs: want at least 1, got 0"},
+		{[]string{"--limit", "-1"}, "--limit: want 0 (all) or more, got -1"},
+	} {
+		args := append([]string{"convert", "harbor", "--input", sample, "--base-image", "b"}, tt.args...)
+		if _, _, err := execTasksCLI(t, args...); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: %v; want %q", tt.args, err, tt.want)
+		}
+	}
+	// Upstream's flags: --limit, --no-solution, --strict-marker, -j; the
+	// default --out-dir is ./harbor_tasks.
+	t.Chdir(t.TempDir())
+	stdout, _, err = execTasksCLI(t, "convert", "harbor", "--input", sample, "--base-image", "b", "--limit", "1", "--no-solution", "--strict-marker", "-j", "2")
+	if err != nil || !strings.HasSuffix(stdout, "swerve convert harbor: wrote 1 of 1 tasks to harbor_tasks, no solution/ (--no-solution)\n") {
+		t.Errorf("--limit 1 --no-solution: %v\n%s", err, stdout)
+	}
+	if _, err := os.Stat(filepath.Join("harbor_tasks", "sample__calc-1", "solution")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("--no-solution wrote solution/ (%v)", err)
 	}
 	if _, _, err := execTasksCLI(t, "convert", "harbor", "--input", sample, "--out-dir", t.TempDir(), "--cpus", "0"); err == nil || err.Error() != "convert harbor: cpus must be positive (got 0)" {
 		t.Errorf("--cpus 0: %v", err)

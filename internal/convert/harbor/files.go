@@ -149,6 +149,27 @@ func oneLine(s string) string {
 	}, s)
 }
 
+// instruction is instruction.md: the issue text as the dataset has it,
+// then where the repository is and what is asked, so an agent that reads
+// only this file knows where to work.
+func instruction(t *task.Task) string {
+	var b strings.Builder
+	b.WriteString(strings.TrimRight(t.ProblemStatement, "\n"))
+	b.WriteString("\n\n---\n\n## Repository\n\n")
+	if t.Repo != "" {
+		fmt.Fprintf(&b, "- repository: `%s`\n", oneLine(t.Repo))
+	}
+	if t.BaseCommit != "" {
+		fmt.Fprintf(&b, "- base commit: `%s`\n", oneLine(t.BaseCommit))
+	}
+	b.WriteString("- working copy: `/testbed`\n")
+	fmt.Fprintf(&b, "- task: `%s`\n", oneLine(t.InstanceID))
+	b.WriteString("\n## What to do\n\n" +
+		"Change the code in `/testbed` so that the issue above is resolved. Hidden tests,\n" +
+		"run after you finish, decide whether it is.\n")
+	return b.String()
+}
+
 // testScript is tests/test.sh: source the eval script in the verifier's own
 // shell and turn the status its own `echo OMNIGRIL_EXIT_CODE=...` carries
 // into reward.txt (0, in any number of digits, is a pass).

@@ -2,7 +2,8 @@
 // task, that Harbor (and swerve's own harbor grader) can run unchanged:
 //
 //	<name>/
-//	  instruction.md          the issue text, as the dataset has it
+//	  instruction.md          the issue text, as the dataset has it, then
+//	                          sections naming the repository and the task
 //	  task.toml               Harbor's task config: version, [metadata],
 //	                          [verifier], [agent], [environment]
 //	  environment/Dockerfile  the row's Dockerfile, or FROM <image>, or (with
@@ -11,7 +12,10 @@
 //	  tests/test.sh           Harbor's verifier: runs eval.sh and writes
 //	                          /logs/verifier/reward.txt
 //	  tests/eval.sh           the row's eval script, byte for byte
-//	  solution/solve.sh       applies the gold patch (left out without one)
+//	  tests/test.patch        the row's test patch, byte for byte (when it
+//	                          has one; eval.sh applies its own copy)
+//	  solution/solve.sh       applies the gold patch (left out without one,
+//	                          or with Options.NoSolution)
 //
 // <name> is the instance id made safe as a file name (see DirName).
 //
@@ -105,7 +109,11 @@ type Options struct {
 	// SkipUnsupported leaves out rows that cannot become Harbor tasks
 	// (listed in Result.Skipped) instead of failing.
 	SkipUnsupported bool
-	Config          Config
+	// NoSolution leaves solution/ out even for rows with a gold patch.
+	NoSolution bool
+	// Jobs is how many task directories are written at once (at least 1).
+	Jobs   int
+	Config Config
 }
 
 // UnsupportedError says why a row cannot become a Harbor task.
@@ -230,13 +238,16 @@ func Render(t *task.Task, opts Options) (*Task, error) {
 		return nil, fmt.Errorf("task %s: task.toml: %w", t.InstanceID, err)
 	}
 	out.Files = []File{
-		{Path: "instruction.md", Data: []byte(t.ProblemStatement), Mode: 0o644},
+		{Path: "instruction.md", Data: []byte(instruction(t)), Mode: 0o644},
 		{Path: "task.toml", Data: conf, Mode: 0o644},
 		{Path: "environment/Dockerfile", Data: []byte(dockerfile), Mode: 0o644},
 		{Path: "tests/test.sh", Data: []byte(testScript(t.InstanceID)), Mode: 0o755},
 		{Path: "tests/eval.sh", Data: []byte(t.EvalScript), Mode: 0o755},
 	}
-	if t.Patch != "" {
+	if t.TestPatch != "" {
+		out.Files = append(out.Files, File{Path: "tests/test.patch", Data: []byte(t.TestPatch), Mode: 0o644})
+	}
+	if t.Patch != "" && !opts.NoSolution {
 		out.Solution = true
 		out.Files = append(out.Files, File{Path: "solution/solve.sh", Data: []byte(solveScript(t.InstanceID, t.Patch)), Mode: 0o755})
 	}

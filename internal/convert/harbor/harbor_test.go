@@ -665,3 +665,68 @@ func TestConvertExistingAndCollisions(t *testing.T) {
 		t.Errorf("unsupported rows: %v", err)
 	}
 }
+
+// TestConvertFilesAndOptions: tests/test.patch is written when the row has
+// a test patch, --no-solution leaves solution/ out, instruction.md holds
+// the issue and the repository section, and --jobs keeps input order.
+func TestConvertFilesAndOptions(t *testing.T) {
+	withTests := factoryRow("owner__name-1")
+	withTests.TestPatch = "diff --git a/t b/t\n--- a/t\n+++ b/t\n@@ -1 +1 @@\n-a\n+b\n"
+	for _, tt := range []struct {
+		name         string
+		tk           task.Task
+		opts         Options
+		testPatch    bool
+		solution     bool
+		instructions []string
+	}{
+		{"test patch", withTests, Options{}, true, true, []string{"Something is broken.\n\n---\n\n## Repository\n", "- repository: `owner/name`\n", "- base commit: `0123456789abcdef0123456789abcdef01234567`\n", "`/testbed`", "## What to do\n"}},
+		{"no test patch", factoryRow("owner__name-1"), Options{}, false, true, []string{"Something is broken.\n"}},
+		{"no solution", withTests, Options{NoSolution: true}, true, false, []string{"- task: `owner__name-1`\n"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			opts := tt.opts
+			opts.Config = DefaultConfig()
+			r, err := Render(&tt.tk, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]string{}
+			for _, f := range r.Files {
+				files[f.Path] = string(f.Data)
+			}
+			if got, ok := files["tests/test.patch"]; ok != tt.testPatch || (ok && got != tt.tk.TestPatch) {
+				t.Errorf("tests/test.patch present %v (%q); want %v, the row's test patch", ok, got, tt.testPatch)
+			}
+			if _, ok := files["solution/solve.sh"]; ok != tt.solution || r.Solution != tt.solution {
+				t.Errorf("solution/solve.sh present %v, Solution %v; want %v", ok, r.Solution, tt.solution)
+			}
+			for _, want := range tt.instructions {
+				if !strings.Contains(files["instruction.md"], want) {
+					t.Errorf("instruction.md lacks %q:\n%s", want, files["instruction.md"])
+				}
+			}
+		})
+	}
+
+	var tasks []task.Task
+	for i := range 20 {
+		tasks = append(tasks, factoryRow(fmt.Sprintf("owner__name-%02d", i)))
+	}
+	out := t.TempDir()
+	res, err := Convert(context.Background(), tasks, Options{OutDir: out, Jobs: 4, Config: DefaultConfig()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Written) != len(tasks) {
+		t.Fatalf("wrote %d of %d", len(res.Written), len(tasks))
+	}
+	for i, w := range res.Written {
+		if w.InstanceID != tasks[i].InstanceID {
+			t.Errorf("Written[%d] = %s; want input order (%s)", i, w.InstanceID, tasks[i].InstanceID)
+		}
+		if _, err := os.Stat(filepath.Join(w.Dir, "task.toml")); err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -72,17 +73,45 @@ func Convert(ctx context.Context, tasks []task.Task, opts Options) (*Result, err
 	if err := os.MkdirAll(opts.OutDir, 0o755); err != nil {
 		return nil, fmt.Errorf("convert harbor: %w", err)
 	}
-	for _, r := range rendered {
-		if err := ctx.Err(); err != nil {
+	// Opts.Jobs workers write the directories; Written keeps input order.
+	jobs := max(opts.Jobs, 1)
+	written := make([]*Written, len(rendered))
+	errs := make([]error, len(rendered))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(jobs, max(len(rendered), 1)) {
+		wg.Go(func() {
+			for i := range next {
+				r := rendered[i]
+				if err := ctx.Err(); err != nil {
+					errs[i] = err
+					continue
+				}
+				replaced, err := r.write(opts.OutDir)
+				if err != nil {
+					errs[i] = fmt.Errorf("task %s: %w", r.InstanceID, err)
+					continue
+				}
+				written[i] = &Written{
+					InstanceID: r.InstanceID, Name: r.Name, Dir: dirOf(opts, r), Env: r.Env, Solution: r.Solution, Replaced: replaced,
+				}
+			}
+		})
+	}
+	for i := range rendered {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i := range rendered {
+		if written[i] != nil {
+			res.Written = append(res.Written, *written[i])
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
 			return res, err
 		}
-		replaced, err := r.write(opts.OutDir)
-		if err != nil {
-			return res, fmt.Errorf("task %s: %w", r.InstanceID, err)
-		}
-		res.Written = append(res.Written, Written{
-			InstanceID: r.InstanceID, Name: r.Name, Dir: dirOf(opts, r), Env: r.Env, Solution: r.Solution, Replaced: replaced,
-		})
 	}
 	return res, nil
 }

@@ -20,7 +20,7 @@ index d509f32..f88afcc 100644
 +    assert mul(2, 3) == 6
 +    assert mul(4, 0) == 0
 EOF_114329324912
-python3 -m pytest -q -p no:cacheprovider tests/test_calc.py::test_div
+python3 -m pytest -v -p no:cacheprovider tests/test_calc.py::test_div
 rc=$?
 echo "OMNIGRIL_EXIT_CODE=$rc"
 git checkout 8f257f3f05ceae2aa022fb40c1f8127981cf64ba -- tests/test_calc.py
