@@ -121,9 +121,11 @@ type Event struct {
 	InstanceID string  `json:"instance_id"`
 	Reward     float64 `json:"reward"`
 	Reason     string  `json:"reason,omitempty"`
-	ExitReason string  `json:"exit_reason,omitempty"`
-	Steps      int     `json:"steps"`
-	Seconds    float64 `json:"seconds"`
+	// ExitReason is in upstream's names, SwerveExitReason in swerve's.
+	ExitReason       string  `json:"exit_reason,omitempty"`
+	SwerveExitReason string  `json:"swerve_exit_reason,omitempty"`
+	Steps            int     `json:"steps"`
+	Seconds          float64 `json:"seconds"`
 	// For errors (and skipped errors): the kind, the attempts made so far
 	// and whether the task is given up (it will not run again).
 	ErrorKind ErrorKind `json:"error_kind,omitempty"`
@@ -177,17 +179,23 @@ type Record struct {
 	RewardCalcTime float64  `json:"reward_calc_time"`
 	TestTimeout    bool     `json:"test_timeout"`
 
-	ExitReason string `json:"exit_reason"`
-	ExitDetail string `json:"exit_detail,omitempty"`
+	// ExitReason is why the episode ended, in swerve's closed set
+	// (agent.ExitReasons); UpstreamExitReason the same in upstream's names
+	// (agent.UpstreamExitReason), set when the record is written.
+	ExitReason         string `json:"swerve_exit_reason"`
+	UpstreamExitReason string `json:"exit_reason"`
+	ExitDetail         string `json:"exit_detail,omitempty"`
 
 	Patch      string            `json:"output_patch"`
 	Trajectory *agent.Trajectory `json:"trajectory,omitempty"`
 	TestOutput string            `json:"-"`
 
-	Config      map[string]any `json:"config,omitempty"`
-	Fingerprint string         `json:"fingerprint"`
-	Started     time.Time      `json:"started"`
-	Finished    time.Time      `json:"finished"`
+	// DS is the task's dataset row (see dsOf).
+	DS          json.RawMessage `json:"ds,omitempty"`
+	Config      map[string]any  `json:"config,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Started     time.Time       `json:"started"`
+	Finished    time.Time       `json:"finished"`
 
 	// cause is the error behind Error, in the run that met it.
 	cause error
@@ -270,6 +278,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if err := os.MkdirAll(opts.TrajDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--traj_dir: %w", err)
+	}
+	if err := CheckAggregates(opts.TrajDir, opts.ExpName); err != nil {
+		return nil, err
 	}
 	r := &runner{opts: opts, start: time.Now(), fingerprint: fingerprint(opts)}
 	existing, err := LoadRecords(opts.TrajDir)
@@ -504,7 +515,7 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 		r.resolved++
 	}
 	r.mu.Unlock()
-	e := Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()}
+	e := Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.UpstreamExitReason, SwerveExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()}
 	if rec.Failed() {
 		e.Kind, e.Reason, e.ErrorKind, e.Attempts, e.GivenUp = EventError, rec.Error, rec.ErrorKind, rec.Attempts, rec.GivenUp
 	}
@@ -540,6 +551,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		DockerImage:      t.Image,
 		Repo:             t.Repo,
 		ProblemStatement: t.ProblemStatement,
+		DS:               dsOf(t),
 		ExpName:          o.ExpName,
 		Scaffold:         o.Scaffold,
 		Mode:             o.Mode.String(),
@@ -746,7 +758,17 @@ func TaskDir(trajDir, id string) string {
 // upgrade reads a record of an older swerve, which had no status and gave
 // failures outside the model reward 0 with their error: those are errors
 // now (of the box, or of the model's provider), and run again.
+//
+// Records written before exit_reason took upstream's names kept swerve's
+// reason there; their steps counted from 1.
 func upgrade(rec *Record) {
+	if rec.ExitReason == "" {
+		rec.ExitReason = rec.UpstreamExitReason
+	}
+	if rec.Trajectory != nil {
+		rec.Trajectory.Upgrade()
+	}
+	rec.UpstreamExitReason = upstreamExit(rec)
 	if rec.Status != "" {
 		return
 	}
