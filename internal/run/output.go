@@ -349,7 +349,10 @@ func lineOf(rec *Record, testOutput string) Line {
 		AgentArgs: AgentArgs{LLMName: rec.Model, CommandFiles: []string{}, OtherArgs: map[string]any{}},
 	}
 	if t := rec.Trajectory; t != nil {
-		l.TrajectorySteps, l.Tools, l.Cost, l.TotalTime, l.Bounds = t.Steps, t.Tools, t.Cost, t.Duration, t.Bounds
+		l.Tools, l.Cost, l.TotalTime, l.Bounds = t.Tools, t.Cost, t.Duration, t.Bounds
+		if t.Steps != nil {
+			l.TrajectorySteps = t.Steps
+		}
 		if t.Messages != nil {
 			l.History = t.Messages
 		}
