@@ -4,13 +4,18 @@
 //
 // # Layout under TrajDir
 //
-//	<exp_name>.jsonl                          one trajectory per graded task
+//	<exp_name>.jsonl                          one upstream Trajectory row per graded task
 //	trajectories.jsonl                        messages only (or {"messages","tools"})
 //	trajectories_rejection_sampling.jsonl     the same, reward 1 only
 //	reward_summary.json                       counts, ids, accuracy, turns, tokens; errors apart
 //	preds.json                                SWE-bench predictions of the graded tasks
 //	<instance_id>/agent.log, output_patch.diff, test_output.log, metadata.json
 //	<instance_id>/result.json                 the task's record: the journal
+//	.swerve-aggregates.json                   what swerve wrote of the files above
+//
+// The run-level files are R2E-Gym's and SWE-Factory's (see Line, Metadata,
+// RewardSummary); swerve never rewrites one it did not write (see
+// CheckAggregates).
 //
 // A task is finished exactly when its result.json exists: it is written
 // last, to a temporary name, and renamed. A rerun with the same arguments
