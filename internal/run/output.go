@@ -438,7 +438,9 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 		return nil, err
 	}
 	// By task directory: instance-id order for ids of safe characters.
-	sort.Slice(dirs, func(i, j int) bool { return filepath.Base(filepath.Dir(dirs[i])) < filepath.Base(filepath.Dir(dirs[j])) })
+	sort.Slice(dirs, func(i, j int) bool {
+		return filepath.Base(filepath.Dir(dirs[i])) < filepath.Base(filepath.Dir(dirs[j]))
+	})
 	names := aggregateNames(expName)
 	outs := make(map[string]*streamFile, len(names))
 	defer func() {
