@@ -65,8 +65,9 @@ func CheckAggregates(trajDir, expName string) error {
 	return err
 }
 
-// checkAggregates is CheckAggregates; it also returns the stamps of the
-// files present, all swerve's.
+// checkAggregates is CheckAggregates; it also returns the record of
+// swerve's files to keep: the stamps of expName's files present, and the
+// recorded ones of other experiments' files.
 func checkAggregates(trajDir, expName string) (manifest, error) {
 	cur := manifest{Files: map[string][]fileStamp{}}
 	var old *manifest
@@ -77,6 +78,12 @@ func checkAggregates(trajDir, expName string) (manifest, error) {
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return cur, fmt.Errorf("--traj_dir: %w", err)
+	}
+	if old != nil {
+		// Other experiments' files in the same directory stay recorded.
+		for name, stamps := range old.Files {
+			cur.Files[name] = stamps
+		}
 	}
 	legacy := false
 	for i, name := range aggregateNames(expName) {

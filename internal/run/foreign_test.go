@@ -119,3 +119,17 @@ func TestAggregatesOfAnOlderSwerve(t *testing.T) {
 		})
 	}
 }
+
+// TestTwoExperimentsInOneDirectory: runs of two experiments in turn in one
+// --traj_dir each find the other's files still recorded as swerve's.
+func TestTwoExperimentsInOneDirectory(t *testing.T) {
+	dir := fakeRunDir(t, 2)
+	for _, exp := range []string{"a", "b", "a", "b"} {
+		if _, err := run.WriteAggregates(dir, exp); err != nil {
+			t.Fatalf("experiment %s: %v", exp, err)
+		}
+	}
+	if err := run.CheckAggregates(dir, "a"); err != nil {
+		t.Fatal(err)
+	}
+}

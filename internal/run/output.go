@@ -562,7 +562,7 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 	// The manifest first accepts both the files on disk and the new ones,
 	// so that a writer killed between two renames leaves a directory the
 	// next run still recognises as its own; then only the new ones.
-	next := manifest{Files: map[string][]fileStamp{}}
+	next := manifest{Files: man.Files}
 	for _, name := range names {
 		next.Files[name] = append(slices.Clone(man.Files[name]), outs[name].stamp)
 	}
