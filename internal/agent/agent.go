@@ -126,19 +126,33 @@ type Options struct {
 	Stop <-chan struct{}
 }
 
-// Step is one model call and what came of it.
+// Step is one model call and what came of it. Its JSON form is a step of
+// R2E-Gym's and SWE-Factory's trajectory files (their TrajectoryStep), plus
+// swerve's own fields.
 type Step struct {
+	// Index counts the steps from 0 (step_idx); Count is Index+1, the
+	// number of steps taken once this one is done (step_count).
 	Index int `json:"step_idx"`
+	Count int `json:"step_count"`
 	// Thought is the reply's text; Reasoning its separate reasoning.
 	Thought   string `json:"thought"`
 	Reasoning string `json:"reasoning,omitempty"`
-	// Action is the parsed action(s) as the model wrote them.
-	Action string `json:"action"`
-	Calls  []Call `json:"calls,omitempty"`
+	// Action is the step's action(s) in the <function=NAME>
+	// <parameter=KEY>VALUE</parameter> </function> form that upstream's
+	// parsed_action reads, for every scaffold (mini's bash block is
+	// <function=bash> with parameter command); an unreadable reply's is the
+	// empty <function=></function>. RawAction is the action as the model
+	// wrote it (the bash block's command, the markup, the call's JSON).
+	Action    string `json:"action"`
+	RawAction string `json:"raw_action,omitempty"`
+	Calls     []Call `json:"calls,omitempty"`
 	// Observation is what the model was shown in reply.
 	Observation string `json:"observation"`
 	FormatError string `json:"format_error,omitempty"`
 	Done        bool   `json:"done"`
+	// Info is the step's environment info: total_time, the seconds the
+	// tools took (upstream's info dict).
+	Info map[string]any `json:"info"`
 
 	Usage        llm.Usage `json:"token_usage"`
 	PromptTokens int       `json:"token_usage_prompt"`
@@ -152,6 +166,123 @@ type Step struct {
 	TotalTime float64 `json:"total_time_traj"`
 }
 
+// ActionMarkup writes calls in the <function=...> form of Step.Action, one
+// block per call; no calls give the empty block upstream records for an
+// unreadable reply.
+func ActionMarkup(calls []Call) string {
+	if len(calls) == 0 {
+		return "<function=>\n</function>"
+	}
+	parts := make([]string, len(calls))
+	for i, c := range calls {
+		parts[i] = RenderFunction(c.Name, c.Args, markupOrder)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// markupOrder is the parameters put first when a call is written out.
+var markupOrder = []string{"command", "cmd", "path", "search_term", "old_str", "new_str", "file_text", "insert_line", "view_range"}
+
+// Bounds are the limits an episode ran under, recorded with it. Times are
+// whole seconds; 0 means no bound.
+type Bounds struct {
+	MaxSteps         int `json:"max_steps"`
+	MaxStepsAbsolute int `json:"max_steps_absolute"`
+	MaxTokenLimit    int `json:"max_token_limit"`
+	MaxExecTime      int `json:"max_exec_time"`
+	MaxTotalTime     int `json:"max_total_time"`
+}
+
+// Bounds gives the limits, with their defaults filled in, as recorded.
+func (l Limits) Bounds() Bounds {
+	l = l.withDefaults()
+	abs := l.MaxStepsAbsolute
+	if abs <= l.MaxSteps {
+		abs = l.MaxSteps // the episode ends at MaxSteps
+	}
+	return Bounds{
+		MaxSteps: l.MaxSteps, MaxStepsAbsolute: abs, MaxTokenLimit: l.MaxTokens,
+		MaxExecTime: int(l.StepTimeout.Round(time.Second) / time.Second), MaxTotalTime: int(l.WallTime.Round(time.Second) / time.Second),
+	}
+}
+
+// Upstream exit reasons: the exit_reason values of R2E-Gym's and
+// SWE-Factory's trajectory files.
+const (
+	UpstreamAgent             = "agent"                // the agent finished before the step limit
+	UpstreamMaxStepLimit      = "max_step_limit"       // it finished on the step that reached the limit
+	UpstreamAgentMaxStepLimit = "agent_max_step_limit" // it finished in the grace steps after it
+	UpstreamAbsStepLimit      = "abs_step_limit"       // the hard step limit ended it
+	UpstreamTokenLimit        = "token_limit"          // the conversation grew too long
+	UpstreamTrajTimeLimit     = "traj_time_limit"      // the episode ran out of time
+	UpstreamLLMQueryError     = "llm_query_error"      // the model could not be queried
+	UpstreamCostLimit         = "cost_limit"           // swerve only: the cost budget is spent
+	UpstreamFormatErrors      = "format_errors"        // swerve only: too many unreadable replies
+	UpstreamSandboxError      = "sandbox_error"        // swerve only: the box failed
+)
+
+// UpstreamExitReason names reason the way upstream's runners do. A
+// submission is "agent", "max_step_limit" or "agent_max_step_limit" after
+// where the last step (0-based lastIdx) stands against the soft limit
+// maxSteps; swerve's reasons that upstream has no limit for (cost_limit,
+// format_errors, sandbox_error) keep their own name.
+func UpstreamExitReason(reason ExitReason, lastIdx, maxSteps int) string {
+	switch reason {
+	case ExitSubmitted:
+		switch left := maxSteps - lastIdx; {
+		case left > 0:
+			return UpstreamAgent
+		case left == 0:
+			return UpstreamMaxStepLimit
+		default:
+			return UpstreamAgentMaxStepLimit
+		}
+	case ExitMaxSteps, ExitMaxStepsAbsolute:
+		return UpstreamAbsStepLimit
+	case ExitTokenLimit, ExitContextLimit:
+		return UpstreamTokenLimit
+	case ExitWallTime:
+		return UpstreamTrajTimeLimit
+	case ExitLLMError:
+		return UpstreamLLMQueryError
+	case ExitCostLimit:
+		return UpstreamCostLimit
+	case ExitFormatErrors:
+		return UpstreamFormatErrors
+	case ExitSandboxError:
+		return UpstreamSandboxError
+	}
+	return string(reason)
+}
+
+// UpstreamExitReason is t's exit reason in upstream's names.
+func (t *Trajectory) UpstreamExitReason() string {
+	maxSteps := t.Bounds.MaxSteps
+	if maxSteps == 0 {
+		maxSteps = DefaultMaxSteps
+	}
+	return UpstreamExitReason(t.ExitReason, len(t.Steps)-1, maxSteps)
+}
+
+// Upgrade brings a trajectory of an older swerve, whose steps counted from
+// 1 and kept the action as the model wrote it, to today's form.
+func (t *Trajectory) Upgrade() {
+	if t.Bounds == (Bounds{}) {
+		t.Bounds = Limits{}.Bounds()
+	}
+	for i := range t.Steps {
+		s := &t.Steps[i]
+		if s.Count != 0 {
+			continue
+		}
+		s.Count, s.Index = s.Index, s.Index-1
+		s.RawAction, s.Action = s.Action, ActionMarkup(s.Calls)
+		if s.Info == nil {
+			s.Info = map[string]any{"total_time": s.EnvTime}
+		}
+	}
+}
+
 // Trajectory is a finished episode.
 type Trajectory struct {
 	InstanceID string `json:"instance_id"`
@@ -160,8 +291,10 @@ type Trajectory struct {
 	Model      string `json:"model"`
 	// Offline is set when the model was replay/... or oracle/...: the
 	// result says nothing about a real model.
-	Offline bool   `json:"offline,omitempty"`
-	Steps   []Step `json:"trajectory_steps"`
+	Offline bool `json:"offline,omitempty"`
+	// Bounds are the limits the episode ran under.
+	Bounds Bounds `json:"bounds"`
+	Steps  []Step `json:"trajectory_steps"`
 	// Messages is the whole conversation as sent to the model, plus the
 	// last reply.
 	Messages []llm.Message `json:"messages"`
@@ -221,6 +354,7 @@ func Run(ctx context.Context, opts Options) (*Trajectory, error) {
 		Mode:       opts.Mode.String(),
 		Model:      opts.Model.Name(),
 		Offline:    llm.IsOffline(opts.Model),
+		Bounds:     opts.Limits.Bounds(),
 		Started:    r.start,
 	}
 	if opts.Mode == ModeFn {
@@ -370,7 +504,7 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 
 		stepStart := time.Now()
-		step := Step{Index: n}
+		step := Step{Index: n - 1, Count: n}
 		resp, err := r.opts.Model.Complete(ctx, llm.Request{
 			Messages:    r.msgs,
 			Tools:       r.tools,
@@ -420,7 +554,7 @@ func (r *runner) loop(ctx context.Context) error {
 			text += r.softNotice(n, hard)
 			step.FormatError = perr.Error()
 			step.Observation = text
-			step.Action = reply.Content
+			step.Action, step.RawAction = ActionMarkup(nil), reply.Content
 			obsMsgs = r.observationMessages(reply, nil, text)
 		} else {
 			formatErrs = 0
@@ -434,7 +568,7 @@ func (r *runner) loop(ctx context.Context) error {
 						return ctx.Err()
 					}
 					r.traj.EnvTime += time.Since(envStart).Seconds()
-					step.Calls, step.Action = calls, joinActions(calls)
+					step.Calls, step.Action, step.RawAction = calls, ActionMarkup(calls), joinActions(calls)
 					step.Observation = "sandbox error: " + err.Error()
 					r.finishStep(&step, stepStart)
 					r.exitErr(ExitSandboxError, "", err)
@@ -470,7 +604,7 @@ func (r *runner) loop(ctx context.Context) error {
 				texts[len(texts)-1] += r.softNotice(n, hard)
 			}
 			step.Calls = calls
-			step.Action = strings.Join(actions, "\n")
+			step.Action, step.RawAction = ActionMarkup(calls), strings.Join(actions, "\n")
 			step.Observation = strings.Join(texts, "\n\n")
 			obsMsgs = r.observationMessages(reply, calls, texts...)
 		}
@@ -513,6 +647,9 @@ func joinActions(calls []Call) string {
 func (r *runner) finishStep(step *Step, stepStart time.Time) {
 	step.StepTime = time.Since(stepStart).Seconds()
 	step.TotalTime = time.Since(r.start).Seconds()
+	if step.Info == nil {
+		step.Info = map[string]any{"total_time": step.EnvTime}
+	}
 	r.traj.Steps = append(r.traj.Steps, *step)
 	if r.opts.OnStep != nil {
 		r.opts.OnStep(&r.traj.Steps[len(r.traj.Steps)-1])

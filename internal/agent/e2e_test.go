@@ -377,8 +377,14 @@ func (ep episode) checkOutcome(t *testing.T, traj *agent.Trajectory) {
 	}
 	for i, st := range traj.Steps {
 		n := i + 1
-		if st.Index != n {
-			t.Errorf("step %d has index %d", n, st.Index)
+		if st.Index != i || st.Count != n {
+			t.Errorf("step %d has step_idx %d and step_count %d, want %d and %d", n, st.Index, st.Count, i, n)
+		}
+		if _, ok := st.Info["total_time"]; !ok {
+			t.Errorf("step %d: info %v has no total_time", n, st.Info)
+		}
+		if !strings.HasPrefix(st.Action, "<function=") || !strings.HasSuffix(st.Action, "</function>") {
+			t.Errorf("step %d: action %q is not in the <function=...> form", n, st.Action)
 		}
 		if fe := slices.Contains(want.FormatErrors, n); fe != (st.FormatError != "") {
 			t.Errorf("step %d: format error %q, want one: %v", n, st.FormatError, fe)

@@ -642,7 +642,7 @@ var (
 	// Token counts are estimated from the conversation, which holds the
 	// box's path; its random part changes the count.
 	reTokenObj   = regexp.MustCompile(`"(token_usage|tokens)":\s*\{[^{}]*\}`)
-	reTokenField = regexp.MustCompile(`"(input|output|total|token_usage_prompt|token_usage_completion|token_usage_total)":(\s*)[0-9]+`)
+	reTokenField = regexp.MustCompile(`"(input|output|total|conversation_total|token_usage_prompt|token_usage_completion|token_usage_total)":(\s*)[0-9]+`)
 	reTokenStep  = regexp.MustCompile(`"(token_usage_prompt|token_usage_completion|token_usage_total)":[0-9]+`)
 	reLogStep    = regexp.MustCompile(`\(model [0-9.]+s, tools [0-9.]+s, tokens in [0-9]+ out [0-9]+\)`)
 	reRan        = regexp.MustCompile(`Ran ([0-9]+) tests? in [0-9.]+s`)
@@ -650,6 +650,10 @@ var (
 	reSumTokens  = regexp.MustCompile(`tokens +in [0-9]+, out [0-9]+`)
 	reWall       = regexp.MustCompile(`wall time +[0-9hms.]+`)
 	reEventSecs  = regexp.MustCompile(`· [0-9]+s ·`)
+	// agent.log's upstream-shaped lines.
+	reLogTime   = regexp.MustCompile(`(?m)^[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} \[`)
+	reLogReward = regexp.MustCompile(`reward in seconds: [0-9.]+`)
+	reLogTokens = regexp.MustCompile(`(Prompt|Completion|Total) Tokens: [0-9]+`)
 )
 
 func (n goldenNormalizer) apply(s string) string {
@@ -671,6 +675,9 @@ func (n goldenNormalizer) apply(s string) string {
 	s = reSumTokens.ReplaceAllString(s, "tokens        in N, out N")
 	s = reWall.ReplaceAllString(s, "wall time     0s")
 	s = reEventSecs.ReplaceAllString(s, "· 0s ·")
+	s = reLogTime.ReplaceAllString(s, "<TIME> [")
+	s = reLogReward.ReplaceAllString(s, "reward in seconds: 0")
+	s = reLogTokens.ReplaceAllString(s, "$1 Tokens: N")
 	return s
 }
 
@@ -694,7 +701,7 @@ func TestRunGoldenFiles(t *testing.T) {
 	norm := goldenNormalizer{literal: [][2]string{{traj, "<TRAJ>"}, {tmp, "<TMP>"}, {root, "<REPO>"}}}
 	got := map[string]string{}
 	filepath.WalkDir(traj, func(p string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || d.IsDir() || d.Name() == ".swerve-aggregates.json" { // sizes and times
 			return err
 		}
 		rel, _ := filepath.Rel(traj, p)

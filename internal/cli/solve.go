@@ -165,7 +165,7 @@ func clip(s string, lines int) string {
 }
 
 func (p *stepPrinter) step(s *agent.Step) {
-	fmt.Fprintln(p.w, p.paint("1;36", fmt.Sprintf("── step %d · model %.1fs · tools %.1fs · %d tokens", s.Index, s.LLMTime, s.EnvTime, s.TotalTokens)))
+	fmt.Fprintln(p.w, p.paint("1;36", fmt.Sprintf("── step %d · model %.1fs · tools %.1fs · %d tokens", s.Count, s.LLMTime, s.EnvTime, s.TotalTokens)))
 	if t := strings.TrimSpace(s.Thought); t != "" {
 		fmt.Fprintln(p.w, clip(t, 12))
 	}
@@ -173,8 +173,8 @@ func (p *stepPrinter) step(s *agent.Step) {
 		fmt.Fprintln(p.w, p.paint("1;31", "format error: "+s.FormatError))
 		return
 	}
-	if s.Action != "" {
-		fmt.Fprintln(p.w, p.paint("33", clip(s.Action, 15)))
+	if s.RawAction != "" {
+		fmt.Fprintln(p.w, p.paint("33", clip(s.RawAction, 15)))
 	}
 	if s.Observation != "" {
 		fmt.Fprintln(p.w, p.paint("2", clip(s.Observation, 20)))

@@ -4,13 +4,18 @@
 //
 // # Layout under TrajDir
 //
-//	<exp_name>.jsonl                          one trajectory per graded task
+//	<exp_name>.jsonl                          one upstream Trajectory row per graded task
 //	trajectories.jsonl                        messages only (or {"messages","tools"})
 //	trajectories_rejection_sampling.jsonl     the same, reward 1 only
 //	reward_summary.json                       counts, ids, accuracy, turns, tokens; errors apart
 //	preds.json                                SWE-bench predictions of the graded tasks
 //	<instance_id>/agent.log, output_patch.diff, test_output.log, metadata.json
 //	<instance_id>/result.json                 the task's record: the journal
+//	.swerve-aggregates.json                   what swerve wrote of the files above
+//
+// The run-level files are R2E-Gym's and SWE-Factory's (see Line, Metadata,
+// RewardSummary); swerve never rewrites one it did not write (see
+// CheckAggregates).
 //
 // A task is finished exactly when its result.json exists: it is written
 // last, to a temporary name, and renamed. A rerun with the same arguments
@@ -121,9 +126,11 @@ type Event struct {
 	InstanceID string  `json:"instance_id"`
 	Reward     float64 `json:"reward"`
 	Reason     string  `json:"reason,omitempty"`
-	ExitReason string  `json:"exit_reason,omitempty"`
-	Steps      int     `json:"steps"`
-	Seconds    float64 `json:"seconds"`
+	// ExitReason is in upstream's names, SwerveExitReason in swerve's.
+	ExitReason       string  `json:"exit_reason,omitempty"`
+	SwerveExitReason string  `json:"swerve_exit_reason,omitempty"`
+	Steps            int     `json:"steps"`
+	Seconds          float64 `json:"seconds"`
 	// For errors (and skipped errors): the kind, the attempts made so far
 	// and whether the task is given up (it will not run again).
 	ErrorKind ErrorKind `json:"error_kind,omitempty"`
@@ -177,17 +184,23 @@ type Record struct {
 	RewardCalcTime float64  `json:"reward_calc_time"`
 	TestTimeout    bool     `json:"test_timeout"`
 
-	ExitReason string `json:"exit_reason"`
-	ExitDetail string `json:"exit_detail,omitempty"`
+	// ExitReason is why the episode ended, in swerve's closed set
+	// (agent.ExitReasons); UpstreamExitReason the same in upstream's names
+	// (agent.UpstreamExitReason), set when the record is written.
+	ExitReason         string `json:"swerve_exit_reason"`
+	UpstreamExitReason string `json:"exit_reason"`
+	ExitDetail         string `json:"exit_detail,omitempty"`
 
 	Patch      string            `json:"output_patch"`
 	Trajectory *agent.Trajectory `json:"trajectory,omitempty"`
 	TestOutput string            `json:"-"`
 
-	Config      map[string]any `json:"config,omitempty"`
-	Fingerprint string         `json:"fingerprint"`
-	Started     time.Time      `json:"started"`
-	Finished    time.Time      `json:"finished"`
+	// DS is the task's dataset row (see dsOf).
+	DS          json.RawMessage `json:"ds,omitempty"`
+	Config      map[string]any  `json:"config,omitempty"`
+	Fingerprint string          `json:"fingerprint"`
+	Started     time.Time       `json:"started"`
+	Finished    time.Time       `json:"finished"`
 
 	// cause is the error behind Error, in the run that met it.
 	cause error
@@ -270,6 +283,9 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	}
 	if err := os.MkdirAll(opts.TrajDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--traj_dir: %w", err)
+	}
+	if err := CheckAggregates(opts.TrajDir, opts.ExpName); err != nil {
+		return nil, err
 	}
 	r := &runner{opts: opts, start: time.Now(), fingerprint: fingerprint(opts)}
 	existing, err := LoadRecords(opts.TrajDir)
@@ -504,7 +520,7 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 		r.resolved++
 	}
 	r.mu.Unlock()
-	e := Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()}
+	e := Event{Kind: EventDone, InstanceID: t.InstanceID, Reward: rec.Reward, Reason: rec.RewardReason, ExitReason: rec.UpstreamExitReason, SwerveExitReason: rec.ExitReason, Steps: rec.Steps(), Seconds: time.Since(start).Seconds()}
 	if rec.Failed() {
 		e.Kind, e.Reason, e.ErrorKind, e.Attempts, e.GivenUp = EventError, rec.Error, rec.ErrorKind, rec.Attempts, rec.GivenUp
 	}
@@ -540,6 +556,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		DockerImage:      t.Image,
 		Repo:             t.Repo,
 		ProblemStatement: t.ProblemStatement,
+		DS:               dsOf(t),
 		ExpName:          o.ExpName,
 		Scaffold:         o.Scaffold,
 		Mode:             o.Mode.String(),
@@ -746,7 +763,17 @@ func TaskDir(trajDir, id string) string {
 // upgrade reads a record of an older swerve, which had no status and gave
 // failures outside the model reward 0 with their error: those are errors
 // now (of the box, or of the model's provider), and run again.
+//
+// Records written before exit_reason took upstream's names kept swerve's
+// reason there; their steps counted from 1.
 func upgrade(rec *Record) {
+	if rec.ExitReason == "" {
+		rec.ExitReason = rec.UpstreamExitReason
+	}
+	if rec.Trajectory != nil {
+		rec.Trajectory.Upgrade()
+	}
+	rec.UpstreamExitReason = upstreamExit(rec)
 	if rec.Status != "" {
 		return
 	}

@@ -137,6 +137,7 @@ func readJSON(t testing.TB, path string, v any) {
 // them reward 1.
 func checkOutputs(t *testing.T, dir string, ids []string, resolved int, fn bool) {
 	t.Helper()
+	checkUpstreamRows(t, filepath.Join(dir, "exp.jsonl"))
 	lines := readLines(t, filepath.Join(dir, "exp.jsonl"))
 	var got []string
 	for _, l := range lines {
