@@ -54,6 +54,21 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
 }
 
+// check refuses an unknown --backend, or one this build does not have,
+// before anything starts; with probe it also asks the named backend (or
+// auto's choice) whether it answers, for commands that open many boxes.
+func (f *boxFlags) check(ctx context.Context, probe bool) error {
+	if !probe {
+		if f.Backend == "" || f.Backend == "auto" {
+			return nil
+		}
+		_, _, err := sandbox.Resolve(ctx, f.Backend)
+		return err
+	}
+	_, err := sandbox.Check(ctx, f.Backend)
+	return err
+}
+
 // open starts a box for t on the chosen backend. Notes about the choice go
 // to stderr.
 func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
