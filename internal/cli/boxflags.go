@@ -69,6 +69,12 @@ func (f *boxFlags) check(ctx context.Context, probe bool) error {
 	return err
 }
 
+// resolve is check with probe, returning the backend --backend names, or
+// the one auto picks for tasks with an image.
+func (f *boxFlags) resolve(ctx context.Context) (string, error) {
+	return sandbox.Check(ctx, f.Backend)
+}
+
 // open starts a box for t on the chosen backend. Notes about the choice go
 // to stderr.
 func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
