@@ -248,13 +248,13 @@ func TestRunIterations(t *testing.T) {
 		return llm.NewScripted("replay/idle", ms)
 	}
 	tests := []struct {
-		name      string
-		models    func(i int, s *agent.Scaffold, tk *task.Task, wd string) (llm.Client, error)
-		maxSteps  int
-		opens     int
-		temps     []float64 // first call's temperature per episode
-		reward    float64
-		exit      agent.ExitReason
+		name     string
+		models   func(i int, s *agent.Scaffold, tk *task.Task, wd string) (llm.Client, error)
+		maxSteps int
+		opens    int
+		temps    []float64 // first call's temperature per episode
+		reward   float64
+		exit     agent.ExitReason
 	}{
 		{"second submits", func(i int, s *agent.Scaffold, tk *task.Task, wd string) (llm.Client, error) {
 			if i == 0 {

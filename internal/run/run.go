@@ -43,6 +43,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -595,7 +596,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		return rec, nil
 	}
 	if prev := r.prev[t.InstanceID]; prev != nil && prev.ErrorStage == StageGrade && prev.Trajectory != nil &&
-		prev.Fingerprint == rec.Fingerprint && o.GradeIn == "fresh" {
+		r.sameRunSettings(prev) && o.GradeIn == "fresh" {
 		// The episode was whole and only its grading failed: grade the same
 		// patch again rather than run the model again.
 		rec.Model, rec.Offline, rec.Trajectory = prev.Model, prev.Offline, prev.Trajectory
@@ -905,9 +906,13 @@ func fingerprint(settings map[string]string, taskHash string) string {
 
 // taskHash hashes the task as loaded: a dataset whose row changed (another
 // image, tests, patch or statement) makes its old result another
-// experiment's.
+// experiment's. Where the dataset lies on the host (source_dir, task_dir),
+// the --split label and the raw row are left out: moving a dataset, or
+// loading it another way, keeps its results.
 func taskHash(t *task.Task) string {
-	b, _ := json.Marshal(t)
+	c := *t
+	c.SourceDir, c.TaskDir, c.Split, c.Raw = "", "", "", nil
+	b, _ := json.Marshal(&c)
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }
@@ -939,10 +944,21 @@ func (r *runner) sameSettings(rec *Record, t *task.Task) error {
 			return fmt.Errorf("task %s: %s holds a result made with --%s %s, this run has --%s %s; %s", t.InstanceID, r.opts.TrajDir, k, orNone(was), k, orNone(now), fresh)
 		}
 	}
-	if h := taskHash(t); rec.TaskHash != h {
+	// An error record runs again anyway, on the task as it is now: fixing
+	// the dataset's row is how such an error is mended.
+	if h := taskHash(t); rec.TaskHash != h && !rec.Failed() {
 		return fmt.Errorf("task %s: %s holds a result of another version of this task (the dataset's row changed since); %s", t.InstanceID, r.opts.TrajDir, fresh)
 	}
 	return nil
+}
+
+// sameRunSettings says whether rec was made with this run's settings,
+// whatever its task's version.
+func (r *runner) sameRunSettings(rec *Record) bool {
+	if rec.Settings == nil {
+		return rec.Fingerprint == r.legacy
+	}
+	return maps.Equal(rec.Settings, r.settings)
 }
 
 func orNone(v string) string {
