@@ -78,13 +78,26 @@ trajectory, and only its grading is redone. The exit status is 3 when errors
 remain. Failures of the model itself (format errors, limits, a context
 overflow, a patch that does not apply, failing tests) stay reward 0.
 
---config FILE reads the same keys from YAML; flags given on the command line
-win.`,
+--config FILE (or --args_path FILE) reads the same keys from YAML or JSON;
+flags given on the command line win.
+
+A rerun must use the settings the directory's results were made with (model,
+scaffold, limits, sampling, grader, eval timeout, iterations, box settings,
+each task's dataset row): otherwise it is refused with one line naming what
+changed. Two runs on one --traj_dir at once are refused (a lock naming the
+holder's pid). Upstream's runner flags are taken under their names; the ones
+swerve does not do (--num_restarts other than 1, --use_existing False,
+--root_mode False, --backend kubernetes) are refused with the reason.`,
 		Example: `  swerve run --dataset X_transferred.json --split dev --k 10 --start_idx 0 --max_workers 5 \
       --traj_dir ./run_logs/my_run --exp_name my_run --llm_name openai/gpt-4o-mini \
       --use_fn_calling False --backend docker --scaffold mini_swe_agent
   swerve run --dataset examples/sample/tasks.jsonl --llm_name oracle/gold --scaffold r2egym \
       --traj_dir /tmp/oracle --exp_name oracle
+  # upstream's names: --max_tokens, --max_reward_calc_time, retries at rising temperature
+  swerve run --dataset X_transferred.json --split test --k 50 --max_workers 8 --llm_name openai/gpt-4o \
+      --scaffold r2egym --use_fn_calling True --max_tokens 65536 --max_reward_calc_time 300 \
+      --max_iterations 3 --skip_existing True --prepull_images True --backend docker \
+      --traj_dir ./traj --exp_name gpt4o_run2
   swerve run --dataset verified-test.parquet --instance_ids django__django-16901 --run_golden \
       --traj_dir /tmp/golden --exp_name golden`,
 		Args: cobra.NoArgs,

@@ -149,8 +149,8 @@ func TestArgsPath(t *testing.T) {
 func TestSkipExisting(t *testing.T) {
 	dir := t.TempDir()
 	files := map[string]string{
-		"exp1.jsonl": `{"reward": 1, "ds": {"docker_image": "img/a"}}` + "\n" + `{"reward": 0, "ds": {"docker_image": "img/b"}}` + "\n",
-		"exp2.jsonl": `{"reward": 1.0, "docker_image": "img/c", "ds": {}}` + "\n" + "not json\n",
+		"exp1.jsonl":  `{"reward": 1, "ds": {"docker_image": "img/a"}}` + "\n" + `{"reward": 0, "ds": {"docker_image": "img/b"}}` + "\n",
+		"exp2.jsonl":  `{"reward": 1.0, "docker_image": "img/c", "ds": {}}` + "\n" + "not json\n",
 		"other.jsonl": `{"reward": 1, "ds": {"docker_image": "img/d"}}` + "\n",
 		"exp3.json":   `{"reward": 1, "ds": {"docker_image": "img/e"}}`,
 		"expX.jsonl":  `[{"role": "user", "content": "hi"}]` + "\n",
