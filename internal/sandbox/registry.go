@@ -136,10 +136,20 @@ func lookupKnown(name string) (*Registration, error) {
 		return r, nil
 	}
 	if p, ok := Planned[name]; ok {
-		return nil, fmt.Errorf("--backend %s: the %s backend is not available in this build (available: %s): %w", name, p, strings.Join(Known(), ", "), ErrUnavailable)
+		return nil, &backendError{fmt.Sprintf("--backend %s: the %s backend is not available in this build (available: %s)", name, p, strings.Join(Known(), ", ")), ErrUnavailable}
 	}
-	return nil, fmt.Errorf("--backend %s: unknown backend (available: %s): %w", name, strings.Join(Known(), ", "), ErrNotFound)
+	return nil, &backendError{fmt.Sprintf("--backend %s: unknown backend (available: %s)", name, strings.Join(Known(), ", ")), ErrNotFound}
 }
+
+// backendError is a --backend the user can fix: its line, and the kind
+// (ErrNotFound, ErrUnavailable) for errors.Is, which the line leaves out.
+type backendError struct {
+	msg  string
+	kind error
+}
+
+func (e *backendError) Error() string { return e.msg }
+func (e *backendError) Unwrap() error { return e.kind }
 
 // AutoOrder is the order in which "auto" tries backends.
 var AutoOrder = []string{"docker", "local"}
