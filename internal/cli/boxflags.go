@@ -41,7 +41,7 @@ const (
 )
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+fmt.Sprint(sandbox.Names()))
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+"; kubernetes (upstream's default), apptainer and e2b are not in this build")
 	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
 	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
