@@ -22,6 +22,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // lockHolderEnv makes the test binary a process that holds a --traj_dir's
@@ -46,6 +47,7 @@ func init() {
 // that changes a result, or another version of a task, is refused with the
 // setting named; the same settings resume.
 func TestRunRefusesChangedSettings(t *testing.T) {
+	testutil.HostPytest(t) // the sample tasks are graded
 	tasks := loadTasks(t, "examples/sample/tasks.jsonl")[:1]
 	base := options(t, tasks, "mini_swe_agent", agent.ModeText)
 	base.EvalTimeout = 300 * time.Second
@@ -102,6 +104,7 @@ func TestRunRefusesChangedSettings(t *testing.T) {
 // TestRunResumesOlderFingerprints: a record of a swerve that hashed fewer
 // settings resumes when those match, and is refused when they do not.
 func TestRunResumesOlderFingerprints(t *testing.T) {
+	testutil.HostPytest(t) // the sample tasks are graded
 	tasks := loadTasks(t, "examples/sample/tasks.jsonl")[:1]
 	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
 	o.GradeIn = "fresh" // as Run fills it in before fingerprinting
@@ -130,6 +133,7 @@ func TestRunResumesOlderFingerprints(t *testing.T) {
 // TestRunLock: a second run on a --traj_dir in use is refused with the
 // holder's pid, at once; when the first ends, the directory is free again.
 func TestRunLock(t *testing.T) {
+	testutil.HostPytest(t) // the sample tasks are graded
 	tasks := loadTasks(t, "examples/sample/tasks.jsonl")[:1]
 	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
 	inside, release := make(chan struct{}), make(chan struct{})
@@ -166,6 +170,7 @@ func TestRunLock(t *testing.T) {
 // TestRunLockKilledHolder: a run killed with -9 leaves its lock file, but
 // the kernel released the lock: the next run starts.
 func TestRunLockKilledHolder(t *testing.T) {
+	testutil.HostPytest(t) // the sample tasks are graded
 	tasks := loadTasks(t, "examples/sample/tasks.jsonl")[:1]
 	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -238,6 +243,7 @@ func (m recordingModel) Complete(ctx context.Context, req llm.Request) (llm.Resp
 // one submits, at rising temperatures from 0; with none submitting, the
 // one with the fewest steps is graded.
 func TestRunIterations(t *testing.T) {
+	testutil.HostPytest(t) // the sample tasks are graded
 	bash := func(cmd string) llm.Message { return llm.Message{Content: "```bash\n" + cmd + "\n```"} }
 	// idle never submits: it hits the step limit after n steps.
 	idle := func(n int) llm.Client {

@@ -665,7 +665,10 @@ func (r *runner) iterate(ctx context.Context, t *task.Task, s *agent.Scaffold, r
 	}
 	for i := range o.MaxIterations {
 		if i > 0 && r.stopping() {
-			break
+			// A task stopped between its iterations is not recorded: it
+			// runs again, all of them, next time.
+			drop(best)
+			return nil, ErrInterrupted
 		}
 		sampling := o.Sampling
 		if temps != nil {
