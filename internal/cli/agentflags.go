@@ -40,6 +40,7 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.MaxSteps, "max_steps", agent.DefaultMaxSteps, "soft step limit: the model is told to finish")
 	fs.IntVar(&f.MaxStepsAbs, "max_steps_absolute", agent.DefaultMaxStepsAbsolute, "hard step limit")
 	fs.IntVar(&f.MaxTokens, "max_token_limit", agent.DefaultMaxTokens, "the conversation's size limit in tokens")
+	fs.IntVar(&f.MaxTokens, "max_tokens", agent.DefaultMaxTokens, "same as --max_token_limit (upstream runner's name)")
 	secondsVar(fs, &f.StepTimeout, "step_timeout", agent.DefaultStepTimeout, "time limit of one command, in seconds (or a duration like 2m)")
 	secondsVar(fs, &f.WallTime, "wall_time", 0, "time limit of one episode (0: none)")
 	fs.Float64Var(&f.CostLimit, "cost_limit", 0, "cost budget of one episode in USD (0: none)")

@@ -41,7 +41,7 @@ const (
 )
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+fmt.Sprint(sandbox.Names()))
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+"; kubernetes (upstream's default), apptainer and e2b are not in this build")
 	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
 	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
@@ -52,6 +52,27 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.PIDs, "pids", DefaultPIDs, "container box: process limit (0: none)")
 	fs.StringSliceVar(&f.CapAdd, "cap_add", nil, "container box: Linux capabilities to add to the minimal set boxes keep ("+strings.Join(docker.MinimalCaps, ",")+"), e.g. SYS_PTRACE")
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
+}
+
+// check refuses an unknown --backend, or one this build does not have,
+// before anything starts; with probe it also asks the named backend (or
+// auto's choice) whether it answers, for commands that open many boxes.
+func (f *boxFlags) check(ctx context.Context, probe bool) error {
+	if !probe {
+		if f.Backend == "" || f.Backend == "auto" {
+			return nil
+		}
+		_, _, err := sandbox.Resolve(ctx, f.Backend)
+		return err
+	}
+	_, err := sandbox.Check(ctx, f.Backend)
+	return err
+}
+
+// resolve is check with probe, returning the backend --backend names, or
+// the one auto picks for tasks with an image.
+func (f *boxFlags) resolve(ctx context.Context) (string, error) {
+	return sandbox.Check(ctx, f.Backend)
 }
 
 // open starts a box for t on the chosen backend. Notes about the choice go

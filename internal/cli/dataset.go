@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/swerve-dev/swerve/internal/hub"
+	"github.com/swerve-dev/swerve/internal/pyrand"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/version"
 )
@@ -25,7 +26,32 @@ type datasetFlags struct {
 	K           int
 	InstanceIDs []string
 	SkipInvalid bool
+	// Shuffle (run only) orders the dataset as R2E-Gym's runner does
+	// before --start_idx and --k pick tasks; unset: for R2E-Gym/ datasets.
+	Shuffle pyBool
 }
+
+// registerShuffle adds --shuffle, for the commands that mimic R2E-Gym's
+// runner.
+func (f *datasetFlags) registerShuffle(fs *pflag.FlagSet) {
+	fs.Var(&f.Shuffle, "shuffle", "order the dataset as R2E-Gym's runner does (datasets' shuffle(seed=42)) before --start_idx and --k pick tasks (default: True for R2E-Gym/... Hub datasets, else False)")
+}
+
+// shuffles says whether the dataset is put in R2E-Gym's seed-42 order:
+// --shuffle when given, else for a Hub dataset of R2E-Gym's own.
+func (f *datasetFlags) shuffles() bool {
+	if p := f.Shuffle.ptr(); p != nil {
+		return *p
+	}
+	if _, err := os.Stat(f.Dataset); err == nil {
+		return false // a local file, whatever its path
+	}
+	ref, ok := hub.ParseRef(f.Dataset)
+	return ok && strings.HasPrefix(strings.ToLower(ref.Repo), "r2e-gym/")
+}
+
+// ShuffleSeed is the seed of R2E-Gym's runner: ds.shuffle(seed=42).
+const ShuffleSeed = 42
 
 func (f *datasetFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Dataset, "dataset", "", "dataset: a parquet, JSON or JSONL file, a Harbor task directory (or a directory of them), or a Hugging Face Hub dataset owner/name[@revision]")
@@ -69,7 +95,14 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 			fmt.Fprintf(w, "  %s\n", strings.TrimPrefix(s.Error(), s.File+": "))
 		}
 	}
-	tasks, err := task.Select(res.Tasks, task.Selection{
+	all := res.Tasks
+	if f.shuffles() {
+		all = make([]task.Task, len(res.Tasks))
+		for i, j := range pyrand.Permutation(ShuffleSeed, len(res.Tasks)) {
+			all[i] = res.Tasks[j]
+		}
+	}
+	tasks, err := task.Select(all, task.Selection{
 		Split: split, StartIdx: f.StartIdx, K: f.K, InstanceIDs: f.InstanceIDs,
 	})
 	if err != nil {

@@ -32,6 +32,9 @@ redirections work; several arguments are run as an argv.`,
   swerve exec --dataset tasks.jsonl --instance_id x --timeout 30s --network bridge -- pip list`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bf.check(cmd.Context(), false); err != nil {
+				return err
+			}
 			t, err := oneTask(&df, func() ([]task.Task, error) { return df.load(cmd) })
 			if err != nil {
 				return err

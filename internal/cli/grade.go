@@ -141,6 +141,9 @@ zero those instances count as unresolved.`,
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch model.diff --tamper zero`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bf.check(cmd.Context(), predsPath != ""); err != nil {
+				return err
+			}
 			mode, err := tamper.ParseMode(tamperMode)
 			if err != nil {
 				return err

@@ -37,6 +37,7 @@ type runFlags struct {
 	Reward       string
 	Config       string
 	JSON         bool
+	Upstream     upstreamFlags
 }
 
 func newRunCmd() *cobra.Command {
@@ -77,29 +78,49 @@ trajectory, and only its grading is redone. The exit status is 3 when errors
 remain. Failures of the model itself (format errors, limits, a context
 overflow, a patch that does not apply, failing tests) stay reward 0.
 
---config FILE reads the same keys from YAML; flags given on the command line
-win.`,
+--config FILE (or --args_path FILE) reads the same keys from YAML or JSON;
+flags given on the command line win.
+
+A rerun must use the settings the directory's results were made with (model,
+scaffold, limits, sampling, grader, eval timeout, iterations, box settings,
+each task's dataset row): otherwise it is refused with one line naming what
+changed. Two runs on one --traj_dir at once are refused (a lock naming the
+holder's pid). Upstream's runner flags are taken under their names; the ones
+swerve does not do (--num_restarts other than 1, --use_existing False,
+--root_mode False, --backend kubernetes) are refused with the reason.`,
 		Example: `  swerve run --dataset X_transferred.json --split dev --k 10 --start_idx 0 --max_workers 5 \
       --traj_dir ./run_logs/my_run --exp_name my_run --llm_name openai/gpt-4o-mini \
       --use_fn_calling False --backend docker --scaffold mini_swe_agent
   swerve run --dataset examples/sample/tasks.jsonl --llm_name oracle/gold --scaffold r2egym \
       --traj_dir /tmp/oracle --exp_name oracle
+  # upstream's names: --max_tokens, --max_reward_calc_time, retries at rising temperature
+  swerve run --dataset X_transferred.json --split test --k 50 --max_workers 8 --llm_name openai/gpt-4o \
+      --scaffold r2egym --use_fn_calling True --max_tokens 65536 --max_reward_calc_time 300 \
+      --max_iterations 3 --skip_existing True --prepull_images True --backend docker \
+      --traj_dir ./traj --exp_name gpt4o_run2
   swerve run --dataset verified-test.parquet --instance_ids django__django-16901 --run_golden \
       --traj_dir /tmp/golden --exp_name golden`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rf.Config != "" {
-				if err := applyConfig(cmd.Flags(), rf.Config); err != nil {
-					return err
+			if rf.Config != "" && rf.Upstream.ArgsPath != "" {
+				return errors.New("--config and --args_path: give one file of arguments, not both")
+			}
+			for _, path := range []string{rf.Config, rf.Upstream.ArgsPath} {
+				if path != "" {
+					if err := applyConfig(cmd.Flags(), path); err != nil {
+						return err
+					}
 				}
 			}
 			return runRun(cmd, &df, &bf, &af, &rf)
 		},
 	}
 	df.register(cmd.Flags())
+	df.registerShuffle(cmd.Flags())
 	bf.register(cmd.Flags())
 	af.register(cmd.Flags())
 	fs := cmd.Flags()
+	rf.Upstream.register(fs, &rf.EvalTimeout)
 	fs.IntVar(&rf.Workers, "max_workers", 1, "tasks run at once")
 	fs.StringVar(&rf.TrajDir, "traj_dir", "", "output directory (default ./run_logs/<exp_name>)")
 	fs.StringVar(&rf.ExpName, "exp_name", "", "experiment name: names <exp_name>.jsonl (default: the dataset's name)")
@@ -132,7 +153,7 @@ func applyConfig(fs *pflag.FlagSet, path string) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		f := fs.Lookup(k)
-		if f == nil || k == "config" {
+		if f == nil || k == "config" || k == "args_path" {
 			return fmt.Errorf("--config %s: unknown key %q", path, k)
 		}
 		if f.Changed {
@@ -177,6 +198,12 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	} else if s, mode, err = af.setup(); err != nil {
 		return err
 	}
+	if err := rf.Upstream.check(rf.RunGolden); err != nil {
+		return err
+	}
+	if _, err := bf.resolve(ctx); err != nil {
+		return err
+	}
 	tasks, err := df.load(cmd)
 	if err != nil {
 		return err
@@ -194,6 +221,21 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	}
 	if rf.TrajDir == "" {
 		rf.TrajDir = "run_logs/" + rf.ExpName
+	}
+	if p := rf.Upstream.SkipExisting.ptr(); p != nil && *p {
+		solved, err := solvedImages(rf.TrajDir, rf.ExpName)
+		if err != nil {
+			return err
+		}
+		var n int
+		if tasks, n = dropSolved(tasks, solved); n > 0 {
+			fmt.Fprintf(stderr, "swerve: --skip_existing: %d tasks already have reward 1 in %s; %d left\n", n, rf.TrajDir, len(tasks))
+		}
+	}
+	if p := rf.Upstream.Prepull.ptr(); p != nil && *p && len(tasks) > 0 {
+		if err := prepull(ctx, bf, tasks, rf.Workers, stderr); err != nil {
+			return err
+		}
 	}
 	if s.Experimental {
 		fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
@@ -228,6 +270,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		Limits: af.limits(), Sampling: af.sampling(cmd.Flags().Changed),
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
 		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
+		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
 	})
 	prog.finish()
 	if sum != nil {

@@ -33,6 +33,9 @@ shell exits.`,
   swerve shell --dataset examples/sample/tasks.jsonl --instance_id sample__calc-1 --backend local
   swerve shell --dataset tasks.jsonl --instance_id x --network bridge -- python3`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := bf.check(cmd.Context(), false); err != nil {
+				return err
+			}
 			t, err := oneTask(&df, func() ([]task.Task, error) { return df.load(cmd) })
 			if err != nil {
 				return err

@@ -50,6 +50,9 @@ such.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			stderr := cmd.ErrOrStderr()
+			if err := bf.check(ctx, false); err != nil {
+				return err
+			}
 			s, mode, err := af.setup()
 			if err != nil {
 				return err

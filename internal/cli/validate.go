@@ -94,6 +94,9 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
   swerve validate --dataset verified-test.parquet --instance_ids django__django-16901 --tamper zero`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := bf.check(cmd.Context(), true); err != nil {
+				return err
+			}
 			mode, err := tamper.ParseMode(tamperMode)
 			if err != nil {
 				return err

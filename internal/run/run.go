@@ -48,9 +48,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -98,6 +100,16 @@ type Options struct {
 	// infrastructure error, counted across runs (default
 	// DefaultMaxAttempts); a task at the bound is given up.
 	MaxAttempts int
+	// MaxIterations runs a task's episode up to this many times, each in a
+	// fresh box, until the model submits (upstream's --max_iterations): at
+	// temperature 0 the retries sample at 0.1, then 0.2 (capped there);
+	// any other temperature stays. When no episode submits, the one with
+	// the fewest steps is graded. 0 or 1: one episode.
+	MaxIterations int
+	// Box names the settings of the boxes that change a result (backend,
+	// network, image, limits), flag name to value; they enter the
+	// fingerprint with the rest.
+	Box map[string]string
 	// Config is recorded with every trajectory.
 	Config map[string]any
 	// Events, if set, is told about progress (from several goroutines,
@@ -199,8 +211,13 @@ type Record struct {
 	DS          json.RawMessage `json:"ds,omitempty"`
 	Config      map[string]any  `json:"config,omitempty"`
 	Fingerprint string          `json:"fingerprint"`
-	Started     time.Time       `json:"started"`
-	Finished    time.Time       `json:"finished"`
+	// Settings and TaskHash are what Fingerprint hashes: the settings that
+	// change a result, by flag name, and the task's content. Records of
+	// older versions have neither.
+	Settings map[string]string `json:"settings,omitempty"`
+	TaskHash string            `json:"task_hash,omitempty"`
+	Started  time.Time         `json:"started"`
+	Finished time.Time         `json:"finished"`
 
 	// cause is the error behind Error, in the run that met it.
 	cause error
@@ -281,13 +298,21 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.MaxAttempts <= 0 {
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
+	if opts.MaxIterations <= 0 {
+		opts.MaxIterations = 1
+	}
 	if err := os.MkdirAll(opts.TrajDir, 0o755); err != nil {
 		return nil, fmt.Errorf("--traj_dir: %w", err)
 	}
+	unlock, err := lockDir(opts.TrajDir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	if err := CheckAggregates(opts.TrajDir, opts.ExpName); err != nil {
 		return nil, err
 	}
-	r := &runner{opts: opts, start: time.Now(), fingerprint: fingerprint(opts)}
+	r := &runner{opts: opts, start: time.Now(), settings: Settings(opts), legacy: legacyFingerprint(opts)}
 	existing, err := LoadRecords(opts.TrajDir)
 	if err != nil {
 		return nil, err
@@ -305,8 +330,10 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 			pending = append(pending, t)
 			continue
 		}
-		if rec.Fingerprint != r.fingerprint && !opts.SkipIfExists {
-			return nil, fmt.Errorf("task %s: %s holds a result made with other settings (model %s, scaffold %s); use another --traj_dir or --exp_name, or --skip_if_exists to keep those results", t.InstanceID, opts.TrajDir, rec.Model, rec.Scaffold)
+		if !opts.SkipIfExists {
+			if err := r.sameSettings(rec, t); err != nil {
+				return nil, err
+			}
 		}
 		if rec.Failed() {
 			if attempts(rec) < opts.MaxAttempts {
@@ -368,9 +395,12 @@ func Run(ctx context.Context, opts Options) (*Summary, error) {
 }
 
 type runner struct {
-	opts        Options
-	start       time.Time
-	fingerprint string
+	opts  Options
+	start time.Time
+	// settings are this run's settings (see Settings); legacy is the
+	// fingerprint an older swerve gave them.
+	settings map[string]string
+	legacy   string
 	// prev holds the error records of the tasks that run again; read-only
 	// once the tasks start.
 	prev map[string]*Record
@@ -562,10 +592,12 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		Mode:             o.Mode.String(),
 		Model:            o.ModelName,
 		Config:           o.Config,
-		Fingerprint:      r.fingerprint,
+		Settings:         r.settings,
+		TaskHash:         taskHash(t),
 		Standing:         Standing{Status: StatusGraded},
 		Started:          time.Now(),
 	}
+	rec.Fingerprint = fingerprint(rec.Settings, rec.TaskHash)
 	if o.RunGolden {
 		rec.Offline = true
 		rec.ExitReason = string(agent.ExitSubmitted)
@@ -581,7 +613,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		return rec, nil
 	}
 	if prev := r.prev[t.InstanceID]; prev != nil && prev.ErrorStage == StageGrade && prev.Trajectory != nil &&
-		prev.Fingerprint == r.fingerprint && o.GradeIn == "fresh" {
+		r.sameRunSettings(prev) && o.GradeIn == "fresh" {
 		// The episode was whole and only its grading failed: grade the same
 		// patch again rather than run the model again.
 		rec.Model, rec.Offline, rec.Trajectory = prev.Model, prev.Offline, prev.Trajectory
@@ -595,54 +627,21 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	box, workdir, err := o.Open(ctx, t)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		rec.ExitReason = string(agent.ExitSandboxError)
-		kind, _ := Classify(PhaseOpen, err)
-		rec.setError(StageAgent, kind, err)
-		return rec, nil
-	}
-	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
-	defer closeBox()
-	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
-		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
-			rec.ExitReason = string(agent.ExitSandboxError)
-			kind, _ := Classify(PhaseSetup, err)
-			rec.setError(StageAgent, kind, err)
-			return rec, nil
-		}
-	}
-	model, err := o.NewModel(s, t, workdir, o.Mode)
-	if err != nil {
-		rec.ExitReason = string(agent.ExitLLMError)
-		rec.setError(StageAgent, KindLLM, err)
-		return rec, nil
-	}
-	rec.Model = model.Name()
-	rec.Offline = llm.IsOffline(model)
-	traj, err := agent.Run(ctx, agent.Options{
-		Scaffold: s, Mode: o.Mode, Model: model, Box: box, Task: t, Workdir: workdir,
-		Limits: o.Limits, Sampling: o.Sampling, Stop: o.Stop,
-	})
+	a, err := r.iterate(ctx, t, s, rec)
 	if err != nil {
 		return nil, err
 	}
+	if a == nil { // an error outside the model, set on rec
+		return rec, nil
+	}
+	box, workdir, traj := a.box, a.workdir, a.traj
+	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
+	defer closeBox()
+	rec.Model = a.model.Name()
+	rec.Offline = llm.IsOffline(a.model)
 	rec.Trajectory = traj
 	rec.ExitReason, rec.ExitDetail = string(traj.ExitReason), traj.ExitDetail
 	rec.Patch = traj.Patch
-	if kind, infra := episodeError(traj); infra {
-		// The episode was cut short from outside: its patch says nothing
-		// about the model. The trajectory is kept; the task runs again.
-		err := traj.Err
-		if err == nil {
-			err = errors.New(traj.ExitDetail)
-		}
-		rec.setError(StageAgent, kind, err)
-		return rec, nil
-	}
 	if traj.ExitReason == agent.ExitSandboxError && traj.Patch == "" {
 		rec.Reward, rec.RewardReason = 0, "not graded: the sandbox failed: "+traj.ExitDetail
 		return rec, nil
@@ -657,6 +656,135 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// attempt is one episode and the box it ran in.
+type attempt struct {
+	box     sandbox.Sandbox
+	workdir string
+	model   llm.Client
+	traj    *agent.Trajectory
+}
+
+// iterate runs the task's episode up to MaxIterations times, each in a
+// fresh box, and returns the one to grade (its box open): the first that
+// submits, else the one with the fewest steps (the earliest of equals), as
+// upstream's iterative protocol does. A failure outside the model is set on
+// rec and a nil attempt returned; the error is only for interrupts.
+func (r *runner) iterate(ctx context.Context, t *task.Task, s *agent.Scaffold, rec *Record) (*attempt, error) {
+	o := r.opts
+	temps := IterationTemperatures(o.Sampling.Temperature, o.MaxIterations)
+	var best *attempt
+	drop := func(a *attempt) {
+		if a != nil {
+			a.box.Close(context.WithoutCancel(ctx))
+		}
+	}
+	for i := range o.MaxIterations {
+		if i > 0 && r.stopping() {
+			// A task stopped between its iterations is not recorded: it
+			// runs again, all of them, next time.
+			drop(best)
+			return nil, ErrInterrupted
+		}
+		sampling := o.Sampling
+		if temps != nil {
+			temp := temps[i]
+			sampling.Temperature = &temp
+		}
+		a, err := r.episodeOnce(ctx, t, s, rec, sampling)
+		if err != nil || a == nil {
+			drop(best)
+			return nil, err
+		}
+		if kind, infra := episodeError(a.traj); infra {
+			// The episode was cut short from outside: its patch says nothing
+			// about the model. The trajectory is kept; the task runs again.
+			drop(best)
+			rec.Trajectory = a.traj
+			rec.ExitReason, rec.ExitDetail, rec.Patch = string(a.traj.ExitReason), a.traj.ExitDetail, a.traj.Patch
+			rec.Model, rec.Offline = a.model.Name(), llm.IsOffline(a.model)
+			err := a.traj.Err
+			if err == nil {
+				err = errors.New(a.traj.ExitDetail)
+			}
+			rec.setError(StageAgent, kind, err)
+			drop(a)
+			return nil, nil
+		}
+		if a.traj.ExitReason == agent.ExitSubmitted {
+			drop(best)
+			return a, nil
+		}
+		if best == nil || len(a.traj.Steps) < len(best.traj.Steps) {
+			drop(best)
+			best = a
+		} else {
+			drop(a)
+		}
+	}
+	return best, nil
+}
+
+// episodeOnce opens a box and runs one episode in it. A failure outside the
+// model is set on rec and a nil attempt returned; the error is only for
+// interrupts.
+func (r *runner) episodeOnce(ctx context.Context, t *task.Task, s *agent.Scaffold, rec *Record, sampling agent.Sampling) (*attempt, error) {
+	o := r.opts
+	box, workdir, err := o.Open(ctx, t)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		rec.ExitReason = string(agent.ExitSandboxError)
+		kind, _ := Classify(PhaseOpen, err)
+		rec.setError(StageAgent, kind, err)
+		return nil, nil
+	}
+	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
+	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
+		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
+			closeBox()
+			rec.ExitReason = string(agent.ExitSandboxError)
+			kind, _ := Classify(PhaseSetup, err)
+			rec.setError(StageAgent, kind, err)
+			return nil, nil
+		}
+	}
+	model, err := o.NewModel(s, t, workdir, o.Mode)
+	if err != nil {
+		closeBox()
+		rec.ExitReason = string(agent.ExitLLMError)
+		rec.setError(StageAgent, KindLLM, err)
+		return nil, nil
+	}
+	traj, err := agent.Run(ctx, agent.Options{
+		Scaffold: s, Mode: o.Mode, Model: model, Box: box, Task: t, Workdir: workdir,
+		Limits: o.Limits, Sampling: sampling, Stop: o.Stop,
+	})
+	if err != nil {
+		closeBox()
+		return nil, err
+	}
+	return &attempt{box: box, workdir: workdir, model: model, traj: traj}, nil
+}
+
+// IterationTemperatures are the sampling temperatures of upstream's
+// iterative protocol, one per iteration: from temperature 0 they rise by
+// 0.1 up to 0.2; any other temperature stays. Nil when temp is nil or
+// there is one iteration (the sampling is then left alone).
+func IterationTemperatures(temp *float64, iterations int) []float64 {
+	if temp == nil || iterations <= 1 {
+		return nil
+	}
+	out := make([]float64, iterations)
+	for i := range out {
+		out[i] = *temp
+		if *temp == 0 {
+			out[i] = min(0.1*float64(i), 0.2)
+		}
+	}
+	return out
 }
 
 // episodeError says whether an episode ended by a failure outside the
@@ -745,8 +873,124 @@ func gradeSafely(grade func() (*grader.Outcome, error)) (out *grader.Outcome, er
 	return grade()
 }
 
-// fingerprint names the settings that make two runs' results comparable.
-func fingerprint(o Options) string {
+// Settings are the settings that change a task's result, by flag name:
+// the scaffold, its mode, the model, every limit and sampling setting, the
+// grader, the eval timeout, the iterations and the boxes' settings
+// (Options.Box). A rerun on a --traj_dir is checked against the settings
+// its records were made with.
+func Settings(o Options) map[string]string {
+	l, sm := o.Limits, o.Sampling
+	ptr := func(p *float64) string {
+		if p == nil {
+			return ""
+		}
+		return strconv.FormatFloat(*p, 'g', -1, 64)
+	}
+	m := map[string]string{
+		"scaffold":           o.Scaffold,
+		"use_fn_calling":     strconv.FormatBool(o.Mode == agent.ModeFn),
+		"llm_name":           o.ModelName,
+		"run_golden":         strconv.FormatBool(o.RunGolden),
+		"max_steps":          strconv.Itoa(l.MaxSteps),
+		"max_steps_absolute": strconv.Itoa(l.MaxStepsAbsolute),
+		"max_token_limit":    strconv.Itoa(l.MaxTokens),
+		"wall_time":          l.WallTime.String(),
+		"cost_limit":         strconv.FormatFloat(l.CostLimit, 'g', -1, 64),
+		"collapse_limit":     strconv.Itoa(l.CollapseLimit),
+		"max_format_errors":  strconv.Itoa(l.MaxFormatErrors),
+		"step_timeout":       l.StepTimeout.String(),
+		"temperature":        ptr(sm.Temperature),
+		"top_p":              ptr(sm.TopP),
+		"max_output_tokens":  strconv.Itoa(sm.MaxTokens),
+		"reward":             o.Reward,
+		"grade_in":           o.GradeIn,
+		"eval_timeout":       o.EvalTimeout.String(),
+		"max_iterations":     strconv.Itoa(max(o.MaxIterations, 1)),
+	}
+	for k, v := range o.Box {
+		m[k] = v
+	}
+	return m
+}
+
+// fingerprint hashes a task's settings and content: two records with the
+// same fingerprint are results of the same experiment.
+func fingerprint(settings map[string]string, taskHash string) string {
+	b, _ := json.Marshal(settings) // map keys sorted
+	h := sha256.New()
+	h.Write(b)
+	h.Write([]byte{0})
+	h.Write([]byte(taskHash))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// taskHash hashes the task as loaded: a dataset whose row changed (another
+// image, tests, patch or statement) makes its old result another
+// experiment's. Where the dataset lies on the host (source_dir, task_dir),
+// the --split label and the raw row are left out: moving a dataset, or
+// loading it another way, keeps its results.
+func taskHash(t *task.Task) string {
+	c := *t
+	c.SourceDir, c.TaskDir, c.Split, c.Raw = "", "", "", nil
+	b, _ := json.Marshal(&c)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:8])
+}
+
+// sameSettings refuses a rerun whose settings, or task, differ from those
+// rec was made with, naming what changed. Records of older versions carry
+// only a fingerprint of fewer settings: they resume when that matches.
+func (r *runner) sameSettings(rec *Record, t *task.Task) error {
+	fresh := "rerun with the same settings, use another --traj_dir or --exp_name to start fresh, or pass --skip_if_exists to keep those results"
+	if rec.Settings == nil {
+		if rec.Fingerprint == r.legacy {
+			return nil
+		}
+		return fmt.Errorf("task %s: %s holds a result an older swerve made with other settings (model %s, scaffold %s); %s", t.InstanceID, r.opts.TrajDir, rec.Model, rec.Scaffold, fresh)
+	}
+	keys := make([]string, 0, len(r.settings)+len(rec.Settings))
+	for k := range r.settings {
+		keys = append(keys, k)
+	}
+	for k := range rec.Settings {
+		if _, ok := r.settings[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		was, now := rec.Settings[k], r.settings[k]
+		if was != now {
+			return fmt.Errorf("task %s: %s holds a result made with --%s %s, this run has --%s %s; %s", t.InstanceID, r.opts.TrajDir, k, orNone(was), k, orNone(now), fresh)
+		}
+	}
+	// An error record runs again anyway, on the task as it is now: fixing
+	// the dataset's row is how such an error is mended.
+	if h := taskHash(t); rec.TaskHash != h && !rec.Failed() {
+		return fmt.Errorf("task %s: %s holds a result of another version of this task (the dataset's row changed since); %s", t.InstanceID, r.opts.TrajDir, fresh)
+	}
+	return nil
+}
+
+// sameRunSettings says whether rec was made with this run's settings,
+// whatever its task's version.
+func (r *runner) sameRunSettings(rec *Record) bool {
+	if rec.Settings == nil {
+		return rec.Fingerprint == r.legacy
+	}
+	return maps.Equal(rec.Settings, r.settings)
+}
+
+func orNone(v string) string {
+	if v == "" {
+		return `""`
+	}
+	return v
+}
+
+// legacyFingerprint is the fingerprint swerve gave its records before they
+// carried their settings; such a record resumes when it matches.
+func legacyFingerprint(o Options) string {
 	b, _ := json.Marshal(map[string]any{
 		"scaffold": o.Scaffold, "mode": o.Mode.String(), "model": o.ModelName, "golden": o.RunGolden,
 		"limits": o.Limits, "sampling": o.Sampling, "reward": o.Reward, "grade_in": o.GradeIn,

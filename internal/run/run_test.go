@@ -312,7 +312,7 @@ func TestRunStopAndResume(t *testing.T) {
 	checkOutputs(t, o.TrajDir, ids(tasks), len(tasks), true)
 	// Other settings in the same directory are refused.
 	o.Scaffold = "openhands"
-	if _, err := run.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "other settings") {
+	if _, err := run.Run(context.Background(), o); err == nil || !strings.Contains(err.Error(), "--scaffold r2egym, this run has --scaffold openhands") {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -90,6 +91,66 @@ func New(ctx context.Context, name string, opts Options) (Backend, error) {
 	return b, nil
 }
 
+// Planned names backends swerve knows of but this build does not have, with
+// upstream's spellings: --backend kubernetes (upstream's default) is refused
+// with a line that says so rather than failing every task.
+var Planned = map[string]string{
+	"kubernetes":  "kubernetes",
+	"k8s":         "kubernetes",
+	"apptainer":   "apptainer",
+	"singularity": "apptainer",
+	"e2b":         "e2b",
+}
+
+// Known lists what --backend accepts here: auto and the registered
+// backends.
+func Known() []string { return append([]string{"auto"}, Names()...) }
+
+// Check says before any task starts whether --backend name can be used:
+// an unknown name, a backend this build does not have, and an explicitly
+// named backend that does not answer are one error each. "auto" (or "")
+// passes when some backend of AutoOrder answers. It returns the backend
+// auto would choose, or name.
+func Check(ctx context.Context, name string) (string, error) {
+	if name == "" || name == "auto" {
+		got, _, err := Resolve(ctx, name)
+		return got, err
+	}
+	r, err := lookupKnown(name)
+	if err != nil {
+		return "", err
+	}
+	if r.Probe != nil {
+		if err := r.Probe(ctx); err != nil {
+			return "", fmt.Errorf("--backend %s: not available here: %w", name, err)
+		}
+	}
+	return name, nil
+}
+
+// lookupKnown is Lookup with the error a user should see for a name this
+// build lacks.
+func lookupKnown(name string) (*Registration, error) {
+	r, err := Lookup(name)
+	if err == nil {
+		return r, nil
+	}
+	if p, ok := Planned[name]; ok {
+		return nil, &backendError{fmt.Sprintf("--backend %s: the %s backend is not available in this build (available: %s)", name, p, strings.Join(Known(), ", ")), ErrUnavailable}
+	}
+	return nil, &backendError{fmt.Sprintf("--backend %s: unknown backend (available: %s)", name, strings.Join(Known(), ", ")), ErrNotFound}
+}
+
+// backendError is a --backend the user can fix: its line, and the kind
+// (ErrNotFound, ErrUnavailable) for errors.Is, which the line leaves out.
+type backendError struct {
+	msg  string
+	kind error
+}
+
+func (e *backendError) Error() string { return e.msg }
+func (e *backendError) Unwrap() error { return e.kind }
+
 // AutoOrder is the order in which "auto" tries backends.
 var AutoOrder = []string{"docker", "local"}
 
@@ -98,7 +159,7 @@ var AutoOrder = []string{"docker", "local"}
 // name and, for auto, why earlier backends were passed over.
 func Resolve(ctx context.Context, name string) (string, []string, error) {
 	if name != "" && name != "auto" {
-		_, err := Lookup(name)
+		_, err := lookupKnown(name)
 		return name, nil, err
 	}
 	var skipped []string

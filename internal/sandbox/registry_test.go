@@ -51,7 +51,8 @@ func TestResolve(t *testing.T) {
 		{"auto takes the first that answers", []*Registration{reg("docker", nil), reg("local", nil)}, "auto", "docker", 0, nil},
 		{"auto skips a dead engine", []*Registration{reg("docker", down), reg("local", nil)}, "", "local", 1, nil},
 		{"auto with nothing available", []*Registration{reg("docker", down)}, "auto", "", 1, ErrUnavailable},
-		{"unknown name", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrNotFound},
+		{"unknown name", []*Registration{reg("local", nil)}, "podmann", "", 0, ErrNotFound},
+		{"planned name", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -79,5 +80,39 @@ func TestNewUnknownSaysWhatExists(t *testing.T) {
 	_, err := New(context.Background(), "dokcer", Options{})
 	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), "dokcer") || !strings.Contains(err.Error(), "local") {
 		t.Errorf("New(dokcer) = %v; want ErrNotFound naming the typo and the backends there are", err)
+	}
+}
+
+// TestCheck: what --backend accepts before any task starts.
+func TestCheck(t *testing.T) {
+	down := errors.New("engine down")
+	tests := []struct {
+		name    string
+		regs    []*Registration
+		ask     string
+		want    string
+		wantErr error
+		msg     string
+	}{
+		{"registered and up", []*Registration{reg("docker", nil), reg("local", nil)}, "docker", "docker", nil, ""},
+		{"auto falls back", []*Registration{reg("docker", down), reg("local", nil)}, "auto", "local", nil, ""},
+		{"named but down", []*Registration{reg("docker", down), reg("local", nil)}, "docker", "", down, "--backend docker: not available here: engine down"},
+		{"upstream's default", []*Registration{reg("docker", nil), reg("local", nil)}, "kubernetes", "", ErrUnavailable, "--backend kubernetes: the kubernetes backend is not available in this build (available: auto, docker, local)"},
+		{"k8s", []*Registration{reg("local", nil)}, "k8s", "", ErrUnavailable, "the kubernetes backend is not available in this build"},
+		{"apptainer", []*Registration{reg("local", nil)}, "apptainer", "", ErrUnavailable, "the apptainer backend is not available in this build"},
+		{"e2b", []*Registration{reg("local", nil)}, "e2b", "", ErrUnavailable, "the e2b backend is not available in this build"},
+		{"typo", []*Registration{reg("docker", nil), reg("local", nil)}, "dokcer", "", ErrNotFound, "--backend dokcer: unknown backend (available: auto, docker, local)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withRegistry(t, []string{"docker", "local"}, tt.regs...)
+			got, err := Check(context.Background(), tt.ask)
+			if !errors.Is(err, tt.wantErr) || got != tt.want || (tt.msg != "" && !strings.Contains(err.Error(), tt.msg)) {
+				t.Errorf("Check(%q) = %q, %v; want %q, %v (%q)", tt.ask, got, err, tt.want, tt.wantErr, tt.msg)
+			}
+			if err != nil && (strings.Contains(err.Error(), "\n") || strings.HasSuffix(err.Error(), ": unavailable") || strings.HasSuffix(err.Error(), ": not found")) {
+				t.Errorf("Check(%q): error is not one line: %q", tt.ask, err)
+			}
+		})
 	}
 }

@@ -1,0 +1,7 @@
+package run
+
+// Exported for the external tests.
+var (
+	LockDir           = lockDir
+	LegacyFingerprint = legacyFingerprint
+)
