@@ -44,7 +44,7 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 	if f.Dataset == "" {
 		return nil, nil, errors.New("--dataset is required (a parquet, JSON or JSONL file, or a Harbor task directory)")
 	}
-	res, err := task.Load(cmd.Context(), f.Dataset, task.LoadOptions{SkipInvalid: f.SkipInvalid})
+	res, err := task.Load(cmd.Context(), f.Dataset, task.LoadOptions{SkipInvalid: f.SkipInvalid, InstanceIDs: f.InstanceIDs})
 	if err != nil {
 		if _, ok := errors.AsType[*task.InvalidError](err); ok {
 			return nil, nil, fmt.Errorf("%w; pass --skip-invalid to load the other rows", err)
