@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/version"
 )
 
@@ -32,6 +33,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 func Main(args []string) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	defer docker.CloseClients()
 	ctx, stopSignals := withSignals(ctx, cancel, os.Stderr)
 	defer stopSignals()
 	root := NewRoot(os.Stdout, os.Stderr)
