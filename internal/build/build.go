@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -211,17 +212,7 @@ func (r *runner) emit(e Event) {
 	r.opts.Events(e)
 }
 
-func (r *runner) stopping() bool {
-	if r.opts.Stop == nil {
-		return false
-	}
-	select {
-	case <-r.opts.Stop:
-		return true
-	default:
-		return false
-	}
-}
+func (r *runner) stopping() bool { return stop.Chan(r.opts.Stop).Requested() }
 
 // aggregate rewrites the top-level files (after every instance, so a killed
 // run leaves them up to date).
@@ -260,7 +251,7 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 	case <-ctx.Done():
 		r.markInterrupted()
 		return false
-	case <-r.stopC():
+	case <-stop.Chan(r.opts.Stop).Done():
 		r.markInterrupted()
 		return false
 	}
@@ -270,13 +261,6 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 		return false
 	}
 	return true
-}
-
-func (r *runner) stopC() <-chan struct{} {
-	if r.opts.Stop == nil {
-		return nil
-	}
-	return r.opts.Stop
 }
 
 func (r *runner) markInterrupted() {
