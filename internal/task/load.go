@@ -144,6 +144,26 @@ func jsonRows(path string, data []byte, only map[string]bool) (Format, []row, er
 
 // listRows decodes a JSON list, keeping each element's bytes and line.
 func listRows(path string, data []byte, only map[string]bool) ([]row, error) {
+	if only != nil {
+		if spans, ok := splitList(data); ok {
+			// Only the rows that may be wanted are decoded (and checked).
+			var rows []row
+			for i, sp := range spans {
+				raw := data[sp[0]:sp[1]]
+				if !mayBeOneOf(raw, only) {
+					continue
+				}
+				if !json.Valid(raw) {
+					return nil, syntaxError(path, data)
+				}
+				r := objectRow(path, i, lineAt(data, sp[0]), raw)
+				if isOneOf(r, only) {
+					rows = append(rows, r)
+				}
+			}
+			return rows, nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if _, err := dec.Token(); err != nil {
 		return nil, syntaxError(path, data)
@@ -177,6 +197,77 @@ func listRows(path string, data []byte, only map[string]bool) ([]row, error) {
 		return nil, fmt.Errorf("%s: unexpected data after the JSON list at line %d", path, lineAt(data, len(data)-len(rest)))
 	}
 	return rows, nil
+}
+
+// splitList finds where each element of a JSON list starts and ends without
+// decoding it (strings and nesting are followed, nothing is validated). ok
+// is false when the text is not shaped like a list: the caller then decodes
+// it properly, which reports where it goes wrong.
+func splitList(data []byte) (spans [][2]int, ok bool) {
+	i := 0
+	ws := func() {
+		for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\r' || data[i] == '\n') {
+			i++
+		}
+	}
+	if bytes.HasPrefix(data, []byte("\xef\xbb\xbf")) {
+		i = 3
+	}
+	ws()
+	if i >= len(data) || data[i] != '[' {
+		return nil, false
+	}
+	i++
+	ws()
+	if i < len(data) && data[i] == ']' {
+		i++
+		ws()
+		return nil, i == len(data)
+	}
+	for {
+		start, depth, inStr := i, 0, false
+	value:
+		for ; i < len(data); i++ {
+			c := data[i]
+			switch {
+			case inStr:
+				if c == '\\' {
+					i++
+				} else if c == '"' {
+					inStr = false
+				}
+			case c == '"':
+				inStr = true
+			case c == '{' || c == '[':
+				depth++
+			case c == '}' || c == ']':
+				if depth == 0 {
+					break value // the list's own ]
+				}
+				depth--
+			case c == ',' && depth == 0:
+				break value
+			}
+		}
+		if i >= len(data) || inStr || depth != 0 {
+			return nil, false
+		}
+		end := i
+		for end > start && (data[end-1] == ' ' || data[end-1] == '\t' || data[end-1] == '\r' || data[end-1] == '\n') {
+			end--
+		}
+		if end == start {
+			return nil, false
+		}
+		spans = append(spans, [2]int{start, end})
+		if data[i] == ']' {
+			i++
+			ws()
+			return spans, i == len(data)
+		}
+		i++ // the comma
+		ws()
+	}
 }
 
 // lineRows splits JSONL into rows; a line that does not decode becomes a bad

@@ -65,3 +65,39 @@ func sharedPresent() bool {
 	_, err := os.Stat(filepath.Join("..", "..", "..", "shared", "data"))
 	return err == nil
 }
+
+func TestSplitList(t *testing.T) {
+	cases := []struct {
+		in   string
+		want []string
+		ok   bool
+	}{
+		{`[]`, nil, true},
+		{" \n[ ] \n", nil, true},
+		{`[{"a":1}]`, []string{`{"a":1}`}, true},
+		{`[ {"a":"x,]}\"{"} , {"b":[1,{"c":2}]} ,3,"s"]`, []string{`{"a":"x,]}\"{"}`, `{"b":[1,{"c":2}]}`, `3`, `"s"`}, true},
+		{"\xef\xbb\xbf[{\"a\":1},\n{\"b\":2}\n]\n", []string{`{"a":1}`, `{"b":2}`}, true},
+		{`[{"a":1}] x`, nil, false},        // data after the list
+		{`[{"a":1}`, nil, false},           // no closing bracket
+		{`[{"a":"1}]`, nil, false},         // unterminated string
+		{`[{"a":1},,{"b":2}]`, nil, false}, // empty element
+		{`{"a":1}`, nil, false},            // not a list
+	}
+	for _, tc := range cases {
+		spans, ok := splitList([]byte(tc.in))
+		if ok != tc.ok {
+			t.Errorf("splitList(%q) ok = %v, want %v", tc.in, ok, tc.ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		var got []string
+		for _, sp := range spans {
+			got = append(got, tc.in[sp[0]:sp[1]])
+		}
+		if !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("splitList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
