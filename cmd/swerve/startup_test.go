@@ -3,8 +3,13 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -71,5 +76,60 @@ func TestInitAllocationBudget(t *testing.T) {
 	}
 	if seen == 0 {
 		t.Fatalf("no swerve package in the init trace; the trace format changed?\n%s", stderr.String())
+	}
+}
+
+// TestNoPackageLevelRegexpCompile reads every non-test Go file of the module
+// and fails on a package-level variable initialised by regexp.MustCompile
+// or regexp.Compile outside a function literal: that runs at every start.
+// Declare it with lazyre.New instead.
+func TestNoPackageLevelRegexpCompile(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	fset := token.NewFileSet()
+	checked := 0
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); path != root && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			return err
+		}
+		checked++
+		for _, decl := range f.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.VAR {
+				continue
+			}
+			ast.Inspect(gd, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.FuncLit:
+					return false // runs when called, not at init
+				case *ast.CallExpr:
+					if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+						if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "regexp" && (sel.Sel.Name == "MustCompile" || sel.Sel.Name == "Compile") {
+							t.Errorf("%s: package-level regexp.%s runs at every start; use lazyre.New", fset.Position(n.Pos()), sel.Sel.Name)
+						}
+					}
+				}
+				return true
+			})
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if checked < 50 {
+		t.Fatalf("only %d Go files checked under %s", checked, root)
 	}
 }
