@@ -17,6 +17,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -464,17 +465,7 @@ func (r *runner) hardLimit() (int, ExitReason) {
 	return r.lim.MaxStepsAbsolute, ExitMaxStepsAbsolute
 }
 
-func (r *runner) stopRequested() bool {
-	if r.opts.Stop == nil {
-		return false
-	}
-	select {
-	case <-r.opts.Stop:
-		return true
-	default:
-		return false
-	}
-}
+func (r *runner) stopRequested() bool { return stop.Chan(r.opts.Stop).Requested() }
 
 func (r *runner) loop(ctx context.Context) error {
 	hard, hardReason := r.hardLimit()

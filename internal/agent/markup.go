@@ -2,18 +2,19 @@ package agent
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // The <function=NAME><parameter=P>value</parameter></function> text form
 // R2E-Gym and OpenHands use for tool calls without function calling.
 
 var (
-	functionRe  = regexp.MustCompile(`(?s)<function\s*=\s*([A-Za-z0-9_.\-]+)\s*>(.*?)</function>`)
-	parameterRe = regexp.MustCompile(`(?s)<parameter\s*=\s*([A-Za-z0-9_.\-]+)\s*>(.*?)</parameter>`)
-	openFuncRe  = regexp.MustCompile(`<function\s*=`)
+	functionRe  = lazyre.New(`(?s)<function\s*=\s*([A-Za-z0-9_.\-]+)\s*>(.*?)</function>`)
+	parameterRe = lazyre.New(`(?s)<parameter\s*=\s*([A-Za-z0-9_.\-]+)\s*>(.*?)</parameter>`)
+	openFuncRe  = lazyre.New(`<function\s*=`)
 )
 
 // ParseFunction reads exactly one <function=...> call from text. Parameter

@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -218,17 +219,7 @@ func (r *runner) emit(e Event) {
 	r.opts.Events(e)
 }
 
-func (r *runner) stopping() bool {
-	if r.opts.Stop == nil {
-		return false
-	}
-	select {
-	case <-r.opts.Stop:
-		return true
-	default:
-		return false
-	}
-}
+func (r *runner) stopping() bool { return stop.Chan(r.opts.Stop).Requested() }
 
 // aggregate writes the top-level files once, when the run ends (an
 // interrupted one too). One pass over the instances: a build of N
@@ -276,7 +267,7 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 	case <-ctx.Done():
 		r.markInterrupted()
 		return false
-	case <-r.stopC():
+	case <-stop.Chan(r.opts.Stop).Done():
 		r.markInterrupted()
 		return false
 	}
@@ -286,13 +277,6 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 		return false
 	}
 	return true
-}
-
-func (r *runner) stopC() <-chan struct{} {
-	if r.opts.Stop == nil {
-		return nil
-	}
-	return r.opts.Stop
 }
 
 func (r *runner) markInterrupted() {

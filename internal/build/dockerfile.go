@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // ImageTag is the tag Stage 1 builds an instance's image under: the
@@ -46,7 +47,7 @@ type Offline struct {
 
 // githubURL matches a GitHub repository URL as git clone takes it; the last
 // group is the character after it, kept as it is.
-var githubURL = regexp.MustCompile(`(?:https?://(?:[^/@\s]+@)?github\.com/|git@github\.com:)([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?([\s"';&|)]|$)`)
+var githubURL = lazyre.New(`(?:https?://(?:[^/@\s]+@)?github\.com/|git@github\.com:)([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(?:\.git)?/?([\s"';&|)]|$)`)
 
 // UseRepoCache rewrites the git clones of GitHub repositories in the RUN
 // instructions of dockerfile to clone from the mirrors in cacheDir
@@ -142,7 +143,7 @@ func instructionEnd(lines []string, i int) int {
 	return j
 }
 
-var heredoc = regexp.MustCompile(`<<-?\s*["']?([A-Za-z_][A-Za-z0-9_]*)["']?`)
+var heredoc = lazyre.New(`<<-?\s*["']?([A-Za-z_][A-Za-z0-9_]*)["']?`)
 
 // instructionKeyword is the upper-cased first word of an instruction.
 func instructionKeyword(inst []string) string {

@@ -3,10 +3,10 @@ package build
 import (
 	"bytes"
 	"embed"
-	"regexp"
 	"strings"
 	"text/template"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -83,7 +83,7 @@ type Proposal struct {
 	Notes []string
 }
 
-var openFence = regexp.MustCompile("^\\s{0,3}(`{3,}|~{3,})\\s*([A-Za-z0-9_+.-]*)[^`]*$")
+var openFence = lazyre.New("^\\s{0,3}(`{3,}|~{3,})\\s*([A-Za-z0-9_+.-]*)[^`]*$")
 
 // ParseReply takes the new Dockerfile (a block tagged dockerfile or docker)
 // and eval script (bash, sh or shell) out of a model's reply; the last

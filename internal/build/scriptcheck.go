@@ -2,9 +2,10 @@ package build
 
 import (
 	"path"
-	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // checkRepair compares a repaired eval script with the original and
@@ -46,7 +47,7 @@ type hereDoc struct {
 	body   []string
 }
 
-var heredocOpen = regexp.MustCompile(`<<(-?)\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
+var heredocOpen = lazyre.New(`<<(-?)\s*(['"]?)([A-Za-z_][A-Za-z0-9_]*)(['"]?)`)
 
 // heredocs lists the here-documents of a script.
 func heredocs(script string) []hereDoc {
@@ -108,7 +109,7 @@ func isSubsequence(want, have []string) bool {
 	return i == len(want)
 }
 
-var applyCmd = regexp.MustCompile(`\bgit\s+apply\b|(^|[;&|(\s])patch\s`)
+var applyCmd = lazyre.New(`\bgit\s+apply\b|(^|[;&|(\s])patch\s`)
 
 // keepsPatch reports whether the repaired script still applies patch: a
 // heredoc holding its changed lines, taken by git apply or patch (on the
@@ -160,8 +161,8 @@ func logicalLines(script string) []string {
 }
 
 var (
-	saveStatus = regexp.MustCompile(`^\s*[A-Za-z_][A-Za-z0-9_]*=\$\?`)
-	echoStatus = regexp.MustCompile(`OMNIGRIL_EXIT_CODE=\$\?`)
+	saveStatus = lazyre.New(`^\s*[A-Za-z_][A-Za-z0-9_]*=\$\?`)
+	echoStatus = lazyre.New(`OMNIGRIL_EXIT_CODE=\$\?`)
 )
 
 // testCommand finds the command whose exit status the script reports: the
@@ -231,11 +232,11 @@ type commandKey struct {
 }
 
 var (
-	envAssign  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
-	pythonName = regexp.MustCompile(`^python[0-9.]*$`)
-	dotted     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
-	bracketed  = regexp.MustCompile(`^\[.+\]$`)
-	duration   = regexp.MustCompile(`^[0-9.]+[smhd]?$`)
+	envAssign  = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*=`)
+	pythonName = lazyre.New(`^python[0-9.]*$`)
+	dotted     = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)+$`)
+	bracketed  = lazyre.New(`^\[.+\]$`)
+	duration   = lazyre.New(`^[0-9.]+[smhd]?$`)
 	wrappers   = map[string]bool{"timeout": true, "stdbuf": true, "nice": true, "env": true, "xvfb-run": true, "time": true, "exec": true}
 )
 

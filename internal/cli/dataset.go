@@ -77,7 +77,11 @@ func (f *datasetFlags) loadResult(cmd *cobra.Command) (*task.LoadResult, []task.
 	if f.Dataset == "" {
 		return nil, nil, errors.New("--dataset is required (a parquet, JSON or JSONL file, a Harbor task directory, or a Hub dataset owner/name)")
 	}
-	res, split, err := loadDataset(cmd, f.Dataset, f.Split, f.Revision, task.LoadOptions{SkipInvalid: f.SkipInvalid})
+	opts := task.LoadOptions{SkipInvalid: f.SkipInvalid, InstanceIDs: f.InstanceIDs}
+	if f.shuffles() {
+		opts.InstanceIDs = nil // the seed-42 order is of the whole dataset
+	}
+	res, split, err := loadDataset(cmd, f.Dataset, f.Split, f.Revision, opts)
 	if err != nil {
 		if _, ok := errors.AsType[*task.InvalidError](err); ok {
 			return nil, nil, fmt.Errorf("%w; pass --skip-invalid to load the other rows", err)

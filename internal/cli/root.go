@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/version"
 )
 
@@ -30,8 +31,14 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 // Main runs swerve with args (without the program name) and returns the exit
 // code.
 func Main(args []string) int {
+	if len(args) == 1 && args[0] == "--version" {
+		// The answer needs no command tree: skip building it.
+		fmt.Fprintf(os.Stdout, "swerve %s\n", version.String())
+		return 0
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	defer docker.CloseClients()
 	ctx, stopSignals := withSignals(ctx, cancel, os.Stderr)
 	defer stopSignals()
 	root := NewRoot(os.Stdout, os.Stderr)

@@ -5,64 +5,59 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
-
-	"github.com/anthropics/anthropic-sdk-go"
-	"github.com/anthropics/anthropic-sdk-go/option"
 )
+
+// anthropicVersion is the Messages API version swerve speaks.
+const anthropicVersion = "2023-06-01"
 
 // anthropicClient speaks the Anthropic Messages API, translating from and
 // to the OpenAI-shaped messages the rest of swerve uses.
 type anthropicClient struct {
 	ep   Endpoint
-	msgs anthropic.MessageService
+	post poster
 	pol  policy
 }
 
 var _ Client = (*anthropicClient)(nil)
 
 func newAnthropic(ep Endpoint, o Options) *anthropicClient {
-	pol := o.policy()
-	reqOpts := []option.RequestOption{
-		// No ANTHROPIC_* variable, profile or config file reaches the
-		// request except through Resolve.
-		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(o.httpClient()),
-		option.WithBaseURL(ep.BaseURL),
-		option.WithAPIKey(ep.apiKey),
-		option.WithMaxRetries(0),
-		// An explicit timeout also stops the SDK from refusing large
-		// max_tokens on a non-streaming call.
-		option.WithRequestTimeout(pol.timeout),
+	// No ANTHROPIC_* variable reaches the request except through Resolve.
+	headers := map[string]string{"anthropic-version": anthropicVersion}
+	if ep.apiKey != "" {
+		headers["x-api-key"] = ep.apiKey
 	}
 	for k, v := range o.Headers {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
+		headers[k] = v
 	}
-	c := anthropic.NewClient(reqOpts...)
-	return &anthropicClient{ep: ep, msgs: c.Messages, pol: pol}
+	return &anthropicClient{
+		ep: ep,
+		post: poster{
+			provider: ep.Provider,
+			client:   o.httpClient(),
+			url:      strings.TrimRight(ep.BaseURL, "/") + "/v1/messages",
+			headers:  headers,
+		},
+		pol: o.policy(),
+	}
 }
 
 func (c *anthropicClient) Name() string { return c.ep.Name }
 
 func (c *anthropicClient) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("%s: %w", c.ep.Name, err)
 	}
 	start := time.Now()
 	var out Response
 	retries, err := c.pol.do(ctx, c.ep.Name, func(ctx context.Context) error {
-		var httpResp *http.Response
-		m, err := c.msgs.New(ctx, params, option.WithResponseInto(&httpResp))
-		if httpResp != nil && httpResp.StatusCode >= 400 {
-			return newAPIError(c.ep.Provider, httpResp)
-		}
-		if err != nil {
+		var m anMessage
+		if err := c.post.post(ctx, body, &m); err != nil {
 			return err
 		}
-		out = c.response(m, req)
+		out = c.response(&m, req)
 		return nil
 	})
 	out.Duration = time.Since(start)
@@ -73,66 +68,114 @@ func (c *anthropicClient) Complete(ctx context.Context, req Request) (Response, 
 	return out, nil
 }
 
-func (c *anthropicClient) params(req Request) (anthropic.MessageNewParams, error) {
+// The Messages request, as far as swerve fills it.
+type (
+	anRequest struct {
+		Model         string    `json:"model"`
+		MaxTokens     int       `json:"max_tokens"`
+		System        []anBlock `json:"system,omitempty"`
+		Messages      []anTurn  `json:"messages"`
+		Tools         []anTool  `json:"tools,omitempty"`
+		Temperature   *float64  `json:"temperature,omitempty"`
+		TopP          *float64  `json:"top_p,omitempty"`
+		StopSequences []string  `json:"stop_sequences,omitempty"`
+	}
+	anTurn struct {
+		Role    string    `json:"role"`
+		Content []anBlock `json:"content"`
+	}
+	// anBlock is any content block: text, tool_use or tool_result.
+	anBlock struct {
+		Type      string          `json:"type"`
+		Text      string          `json:"text,omitempty"` // never empty in a text block
+		ID        string          `json:"id,omitempty"`
+		Name      string          `json:"name,omitempty"`
+		Input     json.RawMessage `json:"input,omitempty"`
+		ToolUseID string          `json:"tool_use_id,omitempty"`
+		Content   []anBlock       `json:"content,omitempty"`
+	}
+	anTool struct {
+		Name        string         `json:"name"`
+		Description string         `json:"description,omitempty"`
+		InputSchema map[string]any `json:"input_schema"`
+	}
+)
+
+// The reply, as far as swerve reads it.
+type anMessage struct {
+	Content []struct {
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		Thinking string          `json:"thinking"`
+		ID       string          `json:"id"`
+		Name     string          `json:"name"`
+		Input    json.RawMessage `json:"input"`
+	} `json:"content"`
+	StopReason string `json:"stop_reason"`
+	Usage      *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	} `json:"usage"`
+}
+
+func textBlock(s string) anBlock { return anBlock{Type: "text", Text: s} }
+
+func (c *anthropicClient) body(req Request) ([]byte, error) {
 	system, msgs, err := toAnthropicMessages(req.Messages)
 	if err != nil {
-		return anthropic.MessageNewParams{}, err
+		return nil, err
 	}
 	maxTokens := req.MaxTokens
 	if maxTokens <= 0 {
 		maxTokens = DefaultAnthropicMaxTokens
 	}
-	p := anthropic.MessageNewParams{
-		Model:     anthropic.Model(c.ep.Model),
-		MaxTokens: int64(maxTokens),
-		Messages:  msgs,
-		System:    system,
+	p := anRequest{
+		Model:       c.ep.Model,
+		MaxTokens:   maxTokens,
+		Messages:    msgs,
+		System:      system,
+		Temperature: req.Temperature,
+		TopP:        req.TopP,
 	}
 	for _, t := range req.Tools {
 		schema, err := toAnthropicSchema(t.Function.Parameters)
 		if err != nil {
-			return p, fmt.Errorf("tool %q: %w", t.Function.Name, err)
+			return nil, fmt.Errorf("tool %q: %w", t.Function.Name, err)
 		}
-		tp := &anthropic.ToolParam{Name: t.Function.Name, InputSchema: schema}
-		if t.Function.Description != "" {
-			tp.Description = anthropic.String(t.Function.Description)
-		}
-		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: tp})
-	}
-	if req.Temperature != nil {
-		p.Temperature = anthropic.Float(*req.Temperature)
-	}
-	if req.TopP != nil {
-		p.TopP = anthropic.Float(*req.TopP)
+		p.Tools = append(p.Tools, anTool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
 	}
 	if len(req.Stop) > 0 {
 		p.StopSequences = req.Stop
 	}
-	return p, nil
+	return json.Marshal(p)
 }
 
-// toAnthropicSchema splits an OpenAI parameters schema into the typed
-// fields of input_schema plus everything else as extra fields.
-func toAnthropicSchema(params json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
-	var s anthropic.ToolInputSchemaParam
+// toAnthropicSchema turns an OpenAI parameters schema into input_schema:
+// always of type object, with properties (empty when there are none),
+// required when given, and every other keyword kept.
+func toAnthropicSchema(params json.RawMessage) (map[string]any, error) {
+	s := map[string]any{"type": "object", "properties": map[string]any{}}
 	if len(bytes.TrimSpace(params)) == 0 || string(params) == "null" {
-		s.Properties = map[string]any{}
 		return s, nil
 	}
 	var m map[string]any
 	if err := json.Unmarshal(params, &m); err != nil {
-		return s, fmt.Errorf("parameters are not a JSON object: %w", err)
+		return nil, fmt.Errorf("parameters are not a JSON object: %w", err)
 	}
 	if props, ok := m["properties"]; ok {
-		s.Properties = props
-	} else {
-		s.Properties = map[string]any{}
+		s["properties"] = props
 	}
 	if req, ok := m["required"].([]any); ok {
+		var names []string
 		for _, r := range req {
 			if name, ok := r.(string); ok {
-				s.Required = append(s.Required, name)
+				names = append(names, name)
 			}
+		}
+		if len(names) > 0 {
+			s["required"] = names
 		}
 	}
 	for k, v := range m {
@@ -140,10 +183,7 @@ func toAnthropicSchema(params json.RawMessage) (anthropic.ToolInputSchemaParam, 
 		case "type", "properties", "required":
 			continue
 		}
-		if s.ExtraFields == nil {
-			s.ExtraFields = map[string]any{}
-		}
-		s.ExtraFields[k] = v
+		s[k] = v
 	}
 	return s, nil
 }
@@ -154,10 +194,10 @@ func toAnthropicSchema(params json.RawMessage) (anthropic.ToolInputSchemaParam, 
 // consecutive turns of the same role are merged (so several tool results
 // answering one assistant turn arrive together, as the API requires).
 // Empty text is dropped: the API rejects empty text blocks.
-func toAnthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropic.MessageParam, error) {
-	var system []anthropic.TextBlockParam
-	var out []anthropic.MessageParam
-	add := func(role anthropic.MessageParamRole, blocks ...anthropic.ContentBlockParamUnion) {
+func toAnthropicMessages(msgs []Message) ([]anBlock, []anTurn, error) {
+	var system []anBlock
+	var out []anTurn
+	add := func(role string, blocks ...anBlock) {
 		if len(blocks) == 0 {
 			return
 		}
@@ -165,33 +205,33 @@ func toAnthropicMessages(msgs []Message) ([]anthropic.TextBlockParam, []anthropi
 			out[n-1].Content = append(out[n-1].Content, blocks...)
 			return
 		}
-		out = append(out, anthropic.MessageParam{Role: role, Content: blocks})
+		out = append(out, anTurn{Role: role, Content: blocks})
 	}
 	for i, m := range msgs {
 		switch m.Role {
 		case RoleSystem:
 			if strings.TrimSpace(m.Content) != "" {
-				system = append(system, anthropic.TextBlockParam{Text: m.Content})
+				system = append(system, textBlock(m.Content))
 			}
 		case RoleUser:
 			if strings.TrimSpace(m.Content) != "" {
-				add(anthropic.MessageParamRoleUser, anthropic.NewTextBlock(m.Content))
+				add("user", textBlock(m.Content))
 			}
 		case RoleTool:
-			res := anthropic.ToolResultBlockParam{ToolUseID: m.ToolCallID}
+			res := anBlock{Type: "tool_result", ToolUseID: m.ToolCallID}
 			if strings.TrimSpace(m.Content) != "" {
-				res.Content = []anthropic.ToolResultBlockParamContentUnion{{OfText: &anthropic.TextBlockParam{Text: m.Content}}}
+				res.Content = []anBlock{textBlock(m.Content)}
 			}
-			add(anthropic.MessageParamRoleUser, anthropic.ContentBlockParamUnion{OfToolResult: &res})
+			add("user", res)
 		case RoleAssistant:
-			var blocks []anthropic.ContentBlockParamUnion
+			var blocks []anBlock
 			if strings.TrimSpace(m.Content) != "" {
-				blocks = append(blocks, anthropic.NewTextBlock(m.Content))
+				blocks = append(blocks, textBlock(m.Content))
 			}
 			for _, tc := range m.ToolCalls {
-				blocks = append(blocks, anthropic.NewToolUseBlock(tc.ID, toolInput(tc.Function.Arguments), tc.Function.Name))
+				blocks = append(blocks, anBlock{Type: "tool_use", ID: tc.ID, Name: tc.Function.Name, Input: toolInput(tc.Function.Arguments)})
 			}
-			add(anthropic.MessageParamRoleAssistant, blocks...)
+			add("assistant", blocks...)
 		default:
 			return nil, nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -211,7 +251,7 @@ func toolInput(args string) json.RawMessage {
 }
 
 // anthropicFinish maps stop_reason onto the OpenAI finish_reason words.
-func anthropicFinish(r anthropic.StopReason) string {
+func anthropicFinish(r string) string {
 	switch r {
 	case "end_turn", "stop_sequence", "pause_turn":
 		return "stop"
@@ -222,10 +262,10 @@ func anthropicFinish(r anthropic.StopReason) string {
 	case "refusal":
 		return "content_filter"
 	}
-	return string(r)
+	return r
 }
 
-func (c *anthropicClient) response(m *anthropic.Message, req Request) Response {
+func (c *anthropicClient) response(m *anMessage, req Request) Response {
 	msg := Message{Role: RoleAssistant}
 	var texts, thoughts []string
 	for _, b := range m.Content {
@@ -258,9 +298,9 @@ func (c *anthropicClient) response(m *anthropic.Message, req Request) Response {
 	msg.Content = strings.Join(texts, "\n")
 	msg.Reasoning = strings.Join(thoughts, "\n")
 	resp := Response{Message: msg, FinishReason: anthropicFinish(m.StopReason)}
-	if m.JSON.Usage.Valid() && (m.Usage.InputTokens > 0 || m.Usage.OutputTokens > 0) {
-		in := int(m.Usage.InputTokens + m.Usage.CacheCreationInputTokens + m.Usage.CacheReadInputTokens)
-		out := int(m.Usage.OutputTokens)
+	if u := m.Usage; u != nil && (u.InputTokens > 0 || u.OutputTokens > 0) {
+		in := int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens)
+		out := int(u.OutputTokens)
 		resp.Usage = Usage{InputTokens: in, OutputTokens: out, TotalTokens: in + out}
 	} else {
 		resp.Usage = estimateUsage(req, msg)

@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
@@ -194,10 +193,10 @@ func TestAnthropicMessageMapping(t *testing.T) {
 	if n := len(msgs[0].Content); n != 2 {
 		t.Errorf("merged user turn has %d blocks, want 2", n)
 	}
-	if in := msgs[1].Content[0].OfToolUse.Input; string(in.(json.RawMessage)) != "{}" {
-		t.Errorf("garbled arguments sent as %s", in)
+	if use := msgs[1].Content[0]; use.Type != "tool_use" || string(use.Input) != "{}" {
+		t.Errorf("garbled arguments sent as %+v", use)
 	}
-	if tr := msgs[2].Content[0].OfToolResult; tr == nil || tr.ToolUseID != "c1" || len(tr.Content) != 0 {
+	if tr := msgs[2].Content[0]; tr.Type != "tool_result" || tr.ToolUseID != "c1" || len(tr.Content) != 0 {
 		t.Errorf("tool result %+v", tr)
 	}
 	if _, _, err := toAnthropicMessages([]Message{{Role: "developer", Content: "x"}}); err == nil {

@@ -49,15 +49,15 @@
 // wrapping ErrNoKey that names the variable to set, so a run stops before any
 // sandbox starts.
 //
-// The clients pass the resolved base URL and key to the SDKs explicitly and
-// never let the SDKs read the environment themselves: OPENAI_BASE_URL,
+// The clients speak the two HTTP APIs directly (JSON over net/http, no
+// provider SDK) and send only the resolved base URL and key: OPENAI_BASE_URL,
 // OPENAI_ORG_ID, OPENAI_PROJECT_ID, OPENAI_CUSTOM_HEADERS, ANTHROPIC_AUTH_TOKEN
 // and friends have no effect on a call except through the table above, so a
 // stray OPENAI_BASE_URL cannot send an OpenRouter or vLLM request elsewhere.
 //
 // # Retries
 //
-// The SDKs' own retries are off. Each Complete call makes up to
+// Each Complete call makes up to
 // 1+Options.MaxRetries attempts, each bounded by Options.Timeout. Rate limits
 // (429), server errors (5xx, including Anthropic's 529 "overloaded"), 408,
 // 409, connection errors and attempt timeouts are retried with exponential

@@ -9,18 +9,15 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
-
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
-	"github.com/openai/openai-go/v3/shared"
 )
 
 // openAIClient speaks OpenAI chat completions to OpenAI, OpenRouter, vLLM,
 // SGLang or any compatible server.
 type openAIClient struct {
 	ep    Endpoint
-	chat  openai.ChatCompletionService
+	post  poster
 	pol   policy
 	extra map[string]any
 }
@@ -28,22 +25,23 @@ type openAIClient struct {
 var _ Client = (*openAIClient)(nil)
 
 func newOpenAI(ep Endpoint, o Options) *openAIClient {
-	// The service is built directly rather than through openai.NewClient,
-	// which would first apply OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_ORG_ID,
-	// OPENAI_PROJECT_ID and OPENAI_CUSTOM_HEADERS from the process
-	// environment. Everything the request carries is set here.
-	reqOpts := []option.RequestOption{
-		option.WithHTTPClient(o.httpClient()),
-		option.WithBaseURL(ep.BaseURL),
-		option.WithAPIKey(ep.apiKey),
-		option.WithMaxRetries(0),
+	// Everything the request carries is set here: no OPENAI_* variable of
+	// the process reaches it except through Resolve.
+	headers := map[string]string{}
+	if ep.apiKey != "" {
+		headers["Authorization"] = "Bearer " + ep.apiKey
 	}
 	for k, v := range o.Headers {
-		reqOpts = append(reqOpts, option.WithHeader(k, v))
+		headers[k] = v
 	}
 	return &openAIClient{
-		ep:    ep,
-		chat:  openai.NewChatCompletionService(reqOpts...),
+		ep: ep,
+		post: poster{
+			provider: ep.Provider,
+			client:   o.httpClient(),
+			url:      strings.TrimRight(ep.BaseURL, "/") + "/chat/completions",
+			headers:  headers,
+		},
 		pol:   o.policy(),
 		extra: o.ExtraBody,
 	}
@@ -52,24 +50,18 @@ func newOpenAI(ep Endpoint, o Options) *openAIClient {
 func (c *openAIClient) Name() string { return c.ep.Name }
 
 func (c *openAIClient) Complete(ctx context.Context, req Request) (Response, error) {
-	params, err := c.params(req)
+	body, err := c.body(req)
 	if err != nil {
 		return Response{}, fmt.Errorf("%s: %w", c.ep.Name, err)
 	}
 	start := time.Now()
 	var out Response
 	retries, err := c.pol.do(ctx, c.ep.Name, func(ctx context.Context) error {
-		var httpResp *http.Response
-		cc, err := c.chat.New(ctx, params, option.WithResponseInto(&httpResp))
-		if httpResp != nil && httpResp.StatusCode >= 400 {
-			// Read the error ourselves: the SDK only understands bodies
-			// shaped {"error":{...}}, and we want Retry-After too.
-			return newAPIError(c.ep.Provider, httpResp)
-		}
-		if err != nil {
+		var cc oaCompletion
+		if err := c.post.post(ctx, body, &cc); err != nil {
 			return err
 		}
-		out, err = c.response(cc, req)
+		out, err = c.response(&cc, req)
 		return err
 	})
 	out.Duration = time.Since(start)
@@ -80,80 +72,121 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (Response, err
 	return out, nil
 }
 
-func (c *openAIClient) params(req Request) (openai.ChatCompletionNewParams, error) {
+// The chat completions request, as far as swerve fills it.
+type (
+	oaRequest struct {
+		Model               string      `json:"model"`
+		Messages            []oaMessage `json:"messages"`
+		Tools               []oaTool    `json:"tools,omitempty"`
+		Temperature         *float64    `json:"temperature,omitempty"`
+		TopP                *float64    `json:"top_p,omitempty"`
+		MaxTokens           *int        `json:"max_tokens,omitempty"`
+		MaxCompletionTokens *int        `json:"max_completion_tokens,omitempty"`
+		Stop                []string    `json:"stop,omitempty"`
+	}
+	oaMessage struct {
+		Role       string       `json:"role"`
+		Content    *string      `json:"content,omitempty"`
+		ToolCallID string       `json:"tool_call_id,omitempty"`
+		ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+	}
+	oaToolCall struct {
+		ID       string `json:"id"`
+		Type     string `json:"type"`
+		Function struct {
+			Name      string `json:"name"`
+			Arguments string `json:"arguments"`
+		} `json:"function"`
+	}
+	oaTool struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name        string          `json:"name"`
+			Description string          `json:"description,omitempty"`
+			Parameters  json.RawMessage `json:"parameters,omitempty"`
+		} `json:"function"`
+	}
+)
+
+// The reply, as far as swerve reads it.
+type oaCompletion struct {
+	Choices []struct {
+		Message struct {
+			Content          *string         `json:"content"`
+			ToolCalls        []oaToolCall    `json:"tool_calls"`
+			ReasoningContent json.RawMessage `json:"reasoning_content"`
+			Reasoning        json.RawMessage `json:"reasoning"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int64           `json:"prompt_tokens"`
+		CompletionTokens int64           `json:"completion_tokens"`
+		TotalTokens      int64           `json:"total_tokens"`
+		Cost             json.RawMessage `json:"cost"`
+	} `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+func (c *openAIClient) body(req Request) ([]byte, error) {
 	msgs, err := toOpenAIMessages(req.Messages)
 	if err != nil {
-		return openai.ChatCompletionNewParams{}, err
+		return nil, err
 	}
-	p := openai.ChatCompletionNewParams{
-		Model:    c.ep.Model,
-		Messages: msgs,
-	}
+	p := oaRequest{Model: c.ep.Model, Messages: msgs, Temperature: req.Temperature, TopP: req.TopP}
 	for _, t := range req.Tools {
-		def := shared.FunctionDefinitionParam{Name: t.Function.Name}
-		if t.Function.Description != "" {
-			def.Description = openai.String(t.Function.Description)
-		}
+		var tool oaTool
+		tool.Type = "function"
+		tool.Function.Name = t.Function.Name
+		tool.Function.Description = t.Function.Description
 		if len(t.Function.Parameters) > 0 {
-			var schema shared.FunctionParameters
+			var schema map[string]any
 			if err := json.Unmarshal(t.Function.Parameters, &schema); err != nil {
-				return p, fmt.Errorf("tool %q: parameters are not a JSON object: %w", t.Function.Name, err)
+				return nil, fmt.Errorf("tool %q: parameters are not a JSON object: %w", t.Function.Name, err)
 			}
-			def.Parameters = schema
+			if schema != nil {
+				tool.Function.Parameters = t.Function.Parameters
+			}
 		}
-		p.Tools = append(p.Tools, openai.ChatCompletionFunctionTool(def))
-	}
-	if req.Temperature != nil {
-		p.Temperature = openai.Float(*req.Temperature)
-	}
-	if req.TopP != nil {
-		p.TopP = openai.Float(*req.TopP)
+		p.Tools = append(p.Tools, tool)
 	}
 	if req.MaxTokens > 0 {
 		// OpenAI's newer models only take max_completion_tokens; the
 		// open-source servers and OpenRouter all understand max_tokens.
+		n := req.MaxTokens
 		if c.ep.Provider == ProviderOpenAI {
-			p.MaxCompletionTokens = openai.Int(int64(req.MaxTokens))
+			p.MaxCompletionTokens = &n
 		} else {
-			p.MaxTokens = openai.Int(int64(req.MaxTokens))
+			p.MaxTokens = &n
 		}
 	}
 	if len(req.Stop) > 0 {
-		p.Stop = openai.ChatCompletionNewParamsStopUnion{OfStringArray: req.Stop}
+		p.Stop = req.Stop
 	}
-	if len(c.extra) > 0 {
-		p.SetExtraFields(c.extra)
-	}
-	return p, nil
+	return withExtra(p, c.extra)
 }
 
-func toOpenAIMessages(msgs []Message) ([]openai.ChatCompletionMessageParamUnion, error) {
-	out := make([]openai.ChatCompletionMessageParamUnion, 0, len(msgs))
+func toOpenAIMessages(msgs []Message) ([]oaMessage, error) {
+	out := make([]oaMessage, 0, len(msgs))
 	for i, m := range msgs {
+		content := m.Content
 		switch m.Role {
-		case RoleSystem:
-			out = append(out, openai.SystemMessage(m.Content))
-		case RoleUser:
-			out = append(out, openai.UserMessage(m.Content))
+		case RoleSystem, RoleUser:
+			out = append(out, oaMessage{Role: m.Role, Content: &content})
 		case RoleTool:
-			out = append(out, openai.ToolMessage(m.Content, m.ToolCallID))
+			out = append(out, oaMessage{Role: m.Role, Content: &content, ToolCallID: m.ToolCallID})
 		case RoleAssistant:
-			var a openai.ChatCompletionAssistantMessageParam
+			a := oaMessage{Role: m.Role}
 			if m.Content != "" || len(m.ToolCalls) == 0 {
-				a.Content.OfString = openai.String(m.Content)
+				a.Content = &content
 			}
 			for _, tc := range m.ToolCalls {
-				a.ToolCalls = append(a.ToolCalls, openai.ChatCompletionMessageToolCallUnionParam{
-					OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
-						ID: tc.ID,
-						Function: openai.ChatCompletionMessageFunctionToolCallFunctionParam{
-							Name:      tc.Function.Name,
-							Arguments: tc.Function.Arguments,
-						},
-					},
-				})
+				var call oaToolCall
+				call.ID, call.Type = tc.ID, "function"
+				call.Function.Name, call.Function.Arguments = tc.Function.Name, tc.Function.Arguments
+				a.ToolCalls = append(a.ToolCalls, call)
 			}
-			out = append(out, openai.ChatCompletionMessageParamUnion{OfAssistant: &a})
+			out = append(out, a)
 		default:
 			return nil, fmt.Errorf("message %d: unknown role %q", i, m.Role)
 		}
@@ -164,10 +197,10 @@ func toOpenAIMessages(msgs []Message) ([]openai.ChatCompletionMessageParamUnion,
 // response turns a chat.completion into a Response. An error here is
 // retried: a 200 without choices is a server-side hiccup (OpenRouter sends
 // upstream failures that way).
-func (c *openAIClient) response(cc *openai.ChatCompletion, req Request) (Response, error) {
+func (c *openAIClient) response(cc *oaCompletion, req Request) (Response, error) {
 	if len(cc.Choices) == 0 {
-		if f, ok := cc.JSON.ExtraFields["error"]; ok && f.Raw() != "" && f.Raw() != "null" {
-			typ, code, msg := parseErrorBody([]byte(`{"error":` + f.Raw() + `}`))
+		if raw := strings.TrimSpace(string(cc.Error)); raw != "" && raw != "null" {
+			typ, code, msg := parseErrorBody([]byte(`{"error":` + raw + `}`))
 			status, _ := strconv.Atoi(code)
 			if status < 400 {
 				status = http.StatusBadGateway
@@ -179,7 +212,10 @@ func (c *openAIClient) response(cc *openai.ChatCompletion, req Request) (Respons
 		return Response{}, errors.New("reply has no choices")
 	}
 	ch := cc.Choices[0]
-	msg := Message{Role: RoleAssistant, Content: ch.Message.Content}
+	msg := Message{Role: RoleAssistant}
+	if ch.Message.Content != nil {
+		msg.Content = *ch.Message.Content
+	}
 	for i, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			continue
@@ -198,15 +234,14 @@ func (c *openAIClient) response(cc *openai.ChatCompletion, req Request) (Respons
 		})
 	}
 	// vLLM and SGLang send reasoning_content; OpenRouter sends reasoning.
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		if s, ok := jsonString(json.RawMessage(ch.Message.JSON.ExtraFields[key].Raw())); ok && s != "" {
+	for _, raw := range []json.RawMessage{ch.Message.ReasoningContent, ch.Message.Reasoning} {
+		if s, ok := jsonString(raw); ok && s != "" {
 			msg.Reasoning = s
 			break
 		}
 	}
 	resp := Response{Message: msg, FinishReason: ch.FinishReason}
-	u := cc.Usage
-	if cc.JSON.Usage.Valid() && (u.PromptTokens > 0 || u.CompletionTokens > 0) {
+	if u := cc.Usage; u != nil && (u.PromptTokens > 0 || u.CompletionTokens > 0) {
 		resp.Usage = Usage{
 			InputTokens:  int(u.PromptTokens),
 			OutputTokens: int(u.CompletionTokens),
@@ -215,8 +250,8 @@ func (c *openAIClient) response(cc *openai.ChatCompletion, req Request) (Respons
 		if resp.Usage.TotalTokens == 0 {
 			resp.Usage.TotalTokens = resp.Usage.InputTokens + resp.Usage.OutputTokens
 		}
-		if f, ok := u.JSON.ExtraFields["cost"]; ok {
-			if cost, err := strconv.ParseFloat(f.Raw(), 64); err == nil {
+		if len(u.Cost) > 0 {
+			if cost, err := strconv.ParseFloat(string(u.Cost), 64); err == nil {
 				resp.Cost = cost
 			}
 		}

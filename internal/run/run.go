@@ -61,6 +61,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -436,17 +437,7 @@ func (r *runner) emit(e Event) {
 	r.opts.Events(e)
 }
 
-func (r *runner) stopping() bool {
-	if r.opts.Stop == nil {
-		return false
-	}
-	select {
-	case <-r.opts.Stop:
-		return true
-	default:
-		return false
-	}
-}
+func (r *runner) stopping() bool { return stop.Chan(r.opts.Stop).Requested() }
 
 func (r *runner) runAll(ctx context.Context, pending []*task.Task) error {
 	sem := make(chan struct{}, r.opts.Workers)
@@ -475,7 +466,7 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 	case sem <- struct{}{}:
 	case <-ctx.Done():
 		return false
-	case <-r.stopC():
+	case <-stop.Chan(r.opts.Stop).Done():
 		return false
 	}
 	if ctx.Err() != nil || r.stopping() || r.fatalErr() != nil {
@@ -483,13 +474,6 @@ func (r *runner) acquire(ctx context.Context, sem chan struct{}) bool {
 		return false
 	}
 	return true
-}
-
-func (r *runner) stopC() <-chan struct{} {
-	if r.opts.Stop == nil {
-		return nil
-	}
-	return r.opts.Stop
 }
 
 func (r *runner) fatalErr() error {

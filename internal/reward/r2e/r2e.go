@@ -33,11 +33,11 @@ package r2e
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"unicode"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -111,10 +111,10 @@ func pyIsSpace(r rune) bool {
 
 // runOutputNoise is what R2E-Gym strips from run_tests.sh's output before
 // parsing it: colour codes and carriage returns.
-var runOutputNoise = regexp.MustCompile(`\x1b\[[0-9;]*m|\r`)
+var runOutputNoise = lazyre.New(`\x1b\[[0-9;]*m|\r`)
 
 // keyColour is the colour code R2E-Gym removes again from every test name.
-var keyColour = regexp.MustCompile(`\x1b\[\p{Nd}+m`)
+var keyColour = lazyre.New(`\x1b\[\p{Nd}+m`)
 
 // Clean removes colour codes and carriage returns from a test log, as
 // R2E-Gym does with run_tests.sh's output.
@@ -188,7 +188,7 @@ func Evaluate(t *task.Task, log string) (*Result, error) {
 }
 
 // runTestsTrace matches bash's trace of the command that runs run_tests.sh.
-var runTestsTrace = regexp.MustCompile(`^bash (?:\S*/)?run_tests\.sh$`)
+var runTestsTrace = lazyre.New(`^bash (?:\S*/)?run_tests\.sh$`)
 
 // EvaluateRun grades the log of a sealed run (reward.RunScript) of the
 // task's eval script: only the part run_tests.sh printed is read — from

@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -42,7 +43,7 @@ var badCodes = []string{ApplyPatchFail, ResetFailed, TestsError, TestsTimeout}
 
 // suiteRan is evidence that a test runner executed even though no test was
 // parsed (5.x): every count must be non-zero.
-var suiteRan = regexp.MustCompile(`(?m)Executed [1-9]\d* of \d+` +
+var suiteRan = lazyre.New(`(?m)Executed [1-9]\d* of \d+` +
 	`|TOTAL: [1-9]\d* (?:SUCCESS|FAILED)` +
 	`|[1-9]\d* passing` +
 	`|Tests:\s+[1-9]\d*` +
@@ -51,7 +52,7 @@ var suiteRan = regexp.MustCompile(`(?m)Executed [1-9]\d* of \d+` +
 	`|[1-9]\d* specs?, \d+ failures?` +
 	`|': ok$`)
 
-var testExitCodeRe = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
+var testExitCodeRe = lazyre.New(regexp.QuoteMeta(TestExitCode) + `:\s*(-?\d+)`)
 
 // The lines bash traces for the markers and for the exit-code echo that
 // RecordTestExitCode adds, as a trusted trace holds them. Almost every
@@ -61,7 +62,7 @@ var testExitCodeRe = regexp.MustCompile(regexp.QuoteMeta(TestExitCode) + `:\s*(-
 var (
 	startTraces   = markerTraces(StartTestOutput)
 	endTraces     = markerTraces(EndTestOutput)
-	exitCodeTrace = regexp.MustCompile(`^echo '` + regexp.QuoteMeta(TestExitCode) + `: (-?\d+)'$`)
+	exitCodeTrace = lazyre.New(`^echo '` + regexp.QuoteMeta(TestExitCode) + `: (-?\d+)'$`)
 )
 
 // markerTraces are the trace texts of the commands that write marker.
@@ -499,7 +500,7 @@ func ratio(o Outcome) float64 {
 }
 
 // unittestName matches unittest's Python ≥ 3.11 label "test_x (mod.Class.test_x)".
-var unittestName = regexp.MustCompile(`^(\w+) \(([\w.]+)\.(\w+)\)$`)
+var unittestName = lazyre.New(`^(\w+) \(([\w.]+)\.(\w+)\)$`)
 
 // withUnittestAliases also files each "test_x (mod.Class.test_x)" result
 // under "test_x (mod.Class)", the label Python < 3.11 prints and SWE-bench's
@@ -537,16 +538,16 @@ func withUnittestAliases(sm StatusMap) StatusMap {
 var infraSignatures = []struct {
 	reason      string
 	environment bool
-	re          *regexp.Regexp
+	re          *lazyre.Regexp
 }{
-	{"browser_launch_failed", true, regexp.MustCompile(`(?m)Failed to launch|Failed to connect to the bus`)},
-	{"display_unavailable", true, regexp.MustCompile(`(?m)cannot open display|Missing X server|unable to open X display`)},
-	{"out_of_memory", true, regexp.MustCompile(`(?m)Cannot allocate memory|OutOfMemoryError|^Killed$`)},
-	{"container_unavailable", true, regexp.MustCompile(`(?m)Error response from daemon|Cannot connect to the Docker daemon`)},
-	{"network_unreachable", true, regexp.MustCompile(`(?m)Could not resolve host|Temporary failure in name resolution`)},
-	{"missing_module", false, regexp.MustCompile(`(?m)Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError`)},
-	{"no_tests_collected", false, regexp.MustCompile(`(?m)no tests ran|collected 0 items`)},
-	{"tests_timed_out", false, regexp.MustCompile(`(?m)Timeout error: \d+ seconds exceeded`)},
+	{"browser_launch_failed", true, lazyre.New(`(?m)Failed to launch|Failed to connect to the bus`)},
+	{"display_unavailable", true, lazyre.New(`(?m)cannot open display|Missing X server|unable to open X display`)},
+	{"out_of_memory", true, lazyre.New(`(?m)Cannot allocate memory|OutOfMemoryError|^Killed$`)},
+	{"container_unavailable", true, lazyre.New(`(?m)Error response from daemon|Cannot connect to the Docker daemon`)},
+	{"network_unreachable", true, lazyre.New(`(?m)Could not resolve host|Temporary failure in name resolution`)},
+	{"missing_module", false, lazyre.New(`(?m)Cannot find module|MODULE_NOT_FOUND|ModuleNotFoundError`)},
+	{"no_tests_collected", false, lazyre.New(`(?m)no tests ran|collected 0 items`)},
+	{"tests_timed_out", false, lazyre.New(`(?m)Timeout error: \d+ seconds exceeded`)},
 }
 
 // ClassifyInfra names the environment fault a log shows, if any, and

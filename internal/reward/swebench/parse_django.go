@@ -1,9 +1,9 @@
 package swebench
 
 import (
-	"regexp"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -16,18 +16,18 @@ func init() { RegisterParser("parse_log_django", parseDjango) }
 // findAnchored); the patterns are anchored at the start of the text.
 var djangoInterrupted = []struct {
 	anchor string
-	re     *regexp.Regexp
+	re     *lazyre.Regexp
 }{
-	{"Testing against Django installed in ", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Testing against Django installed in ((?s:.*?)) silenced\)\.\nok$`)},
-	{"Internal Server Error: /", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Internal Server Error: /(.*)/\nok$`)},
-	{"System check identified no issues (0 silenced)\nok", regexp.MustCompile(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]System check identified no issues \(0 silenced\)\nok$`)},
+	{"Testing against Django installed in ", lazyre.New(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Testing against Django installed in ((?s:.*?)) silenced\)\.\nok$`)},
+	{"Internal Server Error: /", lazyre.New(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]Internal Server Error: /(.*)/\nok$`)},
+	{"System check identified no issues (0 silenced)\nok", lazyre.New(`(?m)\A(.*?)[\t\n\v\f\r ]\.\.\.[\t\n\v\f\r ]System check identified no issues \(0 silenced\)\nok$`)},
 }
 
 // findAnchored returns group 1 of every match of re in log, as Python's
 // re.finditer with a multiline "^" would find them (leftmost first, not
 // overlapping), given that a match can only start at the beginning of a line
 // that contains anchor. re must be anchored with \A.
-func findAnchored(log, anchor string, re *regexp.Regexp) []string {
+func findAnchored(log, anchor string, re *lazyre.Regexp) []string {
 	var out []string
 	pos := 0
 	for pos < len(log) {

@@ -20,8 +20,8 @@ func init() {
 }
 
 var (
-	redisResult = mlRegexp(`^\[(ok|err|skip|ignore)\]:\s(.+?)(?:\s\((\d+\s*m?s)\))?$`)
-	redisInFile = mlRegexp(`\s+in\s+\S+$`)
+	redisResult = mlLazy(`^\[(ok|err|skip|ignore)\]:\s(.+?)(?:\s\((\d+\s*m?s)\))?$`)
+	redisInFile = mlLazy(`\s+in\s+\S+$`)
 )
 
 // parseRedis reads redis/valkey's test runner lines "[ok]: name (12 ms)",
@@ -47,7 +47,7 @@ func parseRedis(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var jqResult = mlRegexp(`^\s*(PASS|FAIL):\s(.+)$`)
+var jqResult = mlLazy(`^\s*(PASS|FAIL):\s(.+)$`)
 
 // parseJQ reads automake test-driver lines "PASS: tests/jqtest" and
 // "FAIL: tests/shtest". Other automake results (SKIP, XFAIL, ERROR) are not
@@ -68,7 +68,7 @@ func parseJQ(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var microPythonResult = mlRegexp(`^(pass|FAIL|skip)\s+(.+)$`)
+var microPythonResult = mlLazy(`^(pass|FAIL|skip)\s+(.+)$`)
 
 // parseMicroPythonTest reads run-tests.py lines "pass  basics/int.py",
 // "FAIL  ...", "skip  ...".
@@ -91,7 +91,7 @@ func parseMicroPythonTest(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var googleTestResult = mlRegexp(`^.*\[\s*(OK|FAILED)\s*\]\s(.*)\s\(.*\)$`)
+var googleTestResult = mlLazy(`^.*\[\s*(OK|FAILED)\s*\]\s(.*)\s\(.*\)$`)
 
 // parseGoogleTest reads "[       OK ] Suite.Test (0 ms)" and
 // "[  FAILED  ] Suite.Test (1 ms)". The name runs to the last " (" before the

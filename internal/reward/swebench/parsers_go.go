@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -13,7 +14,7 @@ import (
 
 func init() { RegisterParser("parse_log_gotest", parseGoTest) }
 
-var goTestResult = mlRegexp(`^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$`)
+var goTestResult = mlLazy(`^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$`)
 
 // parseGoTest reads the "--- PASS: TestName (0.00s)" lines go test -v prints
 // for every test and subtest.
@@ -52,6 +53,17 @@ const (
 // Without (?m), RE2's $ is Python's \Z; the parsers only use $ on single
 // lines, where Python's $ means the same.
 func mlRegexp(pat string) *regexp.Regexp {
+	return regexp.MustCompile(mlTranslate(pat))
+}
+
+// mlLazy is mlRegexp compiled on first use, for package-level expressions.
+func mlLazy(pat string) *lazyre.Regexp {
+	return lazyre.Func(func() *regexp.Regexp { return mlRegexp(pat) })
+}
+
+// mlTranslate rewrites pat's Python escapes and classes for RE2 (see
+// mlRegexp).
+func mlTranslate(pat string) string {
 	var b strings.Builder
 	inClass := false
 	for i := 0; i < len(pat); i++ {
@@ -99,7 +111,7 @@ func mlRegexp(pat string) *regexp.Regexp {
 			b.WriteByte(c)
 		}
 	}
-	return regexp.MustCompile(b.String())
+	return b.String()
 }
 
 // mlLines is Python's log.split("\n").
@@ -123,7 +135,7 @@ func mlIndent(line string) int {
 
 // mlAnsiRe is swebench.utils.ansi_escape's pattern (ESC plus one
 // Fe byte, or a CSI sequence); RE2 reads it as Python does.
-var mlAnsiRe = regexp.MustCompile(`\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])`)
+var mlAnsiRe = lazyre.New(`\x1b(?:[@-Z\\-_]|\[[0-?]*[ -/]*[@-~])`)
 
 // mlAnsiEscape is swebench.utils.ansi_escape: it deletes ANSI escape
 // sequences.

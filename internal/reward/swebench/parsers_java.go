@@ -11,8 +11,8 @@ func init() {
 }
 
 var (
-	mavenTestArg = mlRegexp(`^.*-Dtest=(\S+).*$`)
-	mavenBuild   = mlRegexp(`^.*BUILD (SUCCESS|FAILURE)$`)
+	mavenTestArg = mlLazy(`^.*-Dtest=(\S+).*$`)
+	mavenBuild   = mlLazy(`^.*BUILD (SUCCESS|FAILURE)$`)
 )
 
 // parseMaven reads logs where every test ran in a mvn invocation of its own:
@@ -52,7 +52,7 @@ func parseMaven(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var antResult = mlRegexp(`^\s*\[junit\]\s+\[(PASS|FAIL|ERR)\]\s+(.*)$`)
+var antResult = mlLazy(`^\s*\[junit\]\s+\[(PASS|FAIL|ERR)\]\s+(.*)$`)
 
 // parseAnt reads "[junit] [PASS] Class.method" lines (lombok's ant build);
 // errors count as failures.
@@ -73,9 +73,9 @@ func parseAnt(log string, _ *task.Task) StatusMap {
 }
 
 var (
-	gradleFull   = mlRegexp(`^([^>].+)\s+(PASSED|FAILED)$`)
-	gradleName   = mlRegexp(`^([^>]\S*\s+>\s+\S+)$`)
-	gradleStatus = mlRegexp(`^(PASSED|FAILED)$`)
+	gradleFull   = mlLazy(`^([^>].+)\s+(PASSED|FAILED)$`)
+	gradleName   = mlLazy(`^([^>]\S*\s+>\s+\S+)$`)
+	gradleStatus = mlLazy(`^(PASSED|FAILED)$`)
 )
 
 // parseGradleCustom reads "pkg.Class > method PASSED" lines, printed by a

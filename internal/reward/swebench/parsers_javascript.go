@@ -9,6 +9,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -41,7 +42,7 @@ func init() {
 	RegisterParser("parse_log_quarto_cli", parseQuartoCLI)
 }
 
-var jestResult = mlRegexp(`^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$`)
+var jestResult = mlLazy(`^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$`)
 
 // parseJest reads jest --verbose lines "✓ name (5 ms)", "✕ name", "○ skipped
 // name". Only the test's own title is kept (not its describe blocks), so
@@ -66,7 +67,7 @@ func parseJest(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var jestJSONResult = mlRegexp(`^\[(PASSED|FAILED)\]\s(.+)$`)
+var jestJSONResult = mlLazy(`^\[(PASSED|FAILED)\]\s(.+)$`)
 
 // parseJestJSON reads "[PASSED] full name" lines, which the harness makes
 // from jest --json output with jq.
@@ -86,7 +87,7 @@ func parseJestJSON(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var vitestResult = mlRegexp(`^\s*(✓|×|↓)\s(.+?)(?:\s(\d+\s*m?s?|\[skipped\]))?$`)
+var vitestResult = mlLazy(`^\s*(✓|×|↓)\s(.+?)(?:\s(\d+\s*m?s?|\[skipped\]))?$`)
 
 // parseVitest reads vitest --reporter=verbose lines "✓ file > suite > test
 // 2ms", "× ...", "↓ ... [skipped]". As upstream's duration group makes the
@@ -110,7 +111,7 @@ func parseVitest(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var karmaLine = mlRegexp(`^(\s*)?([✔✖])?\s(.*)$`)
+var karmaLine = mlLazy(`^(\s*)?([✔✖])?\s(.*)$`)
 
 // parseKarma reads karma-mocha-reporter output between "Starting browser"
 // and "SUMMARY:". An indented line without a mark opens a describe block
@@ -164,7 +165,7 @@ func parseKarma(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var tapResult = mlRegexp(`^(ok|not ok) (\d+) (.+)$`)
+var tapResult = mlLazy(`^(ok|not ok) (\d+) (.+)$`)
 
 // parseTap reads TAP "ok 3 - name" / "not ok 4 - name" lines; the name keeps
 // everything after the number, including "- " and any "# SKIP" directive
@@ -226,11 +227,11 @@ func pushIndented(suite []indentedName, line string) []indentedName {
 }
 
 var (
-	calypsoPassTimed = mlRegexp(`^\s+✓\s(.*)\(\d+ms\)$`)
-	calypsoPass      = mlRegexp(`^\s+✓\s(.*)`)
-	calypsoFailTimed = mlRegexp(`^\s+✕\s(.*)\(\d+ms\)$`)
-	calypsoFail      = mlRegexp(`^\s+✕\s(.*)`)
-	msTiming         = mlRegexp(`\(\d+ms\)`)
+	calypsoPassTimed = mlLazy(`^\s+✓\s(.*)\(\d+ms\)$`)
+	calypsoPass      = mlLazy(`^\s+✓\s(.*)`)
+	calypsoFailTimed = mlLazy(`^\s+✕\s(.*)\(\d+ms\)$`)
+	calypsoFail      = mlLazy(`^\s+✕\s(.*)`)
+	msTiming         = mlLazy(`\(\d+ms\)`)
 )
 
 // parseCalypso reads jest --verbose output of wp-calypso, after each
@@ -240,7 +241,7 @@ var (
 func parseCalypso(log string, _ *task.Task) StatusMap {
 	sm := StatusMap{}
 	var suite []indentedName
-	name := func(re *regexp.Regexp, line string) (string, bool) {
+	name := func(re *lazyre.Regexp, line string) (string, bool) {
 		m := re.FindStringSubmatch(line)
 		if m == nil {
 			return "", false
@@ -284,11 +285,11 @@ func parseCalypso(log string, _ *task.Task) StatusMap {
 // chartJSFailure is upstream's
 // `Chrome\s[\d\.]+[^\S\r\n]\(.+?\)[^\S\r\n](.*)FAILED$` (multi-line), with
 // [^\S\r\n] written out as Python's white space minus CR and LF.
-var chartJSFailure = func() *regexp.Regexp {
+var chartJSFailure = lazyre.Func(func() *regexp.Regexp {
 	blank := `[\t\x0b\x0c\x1c-\x20\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]`
 	p := mlRegexp(`(?m)Chrome\s[\d\.]+BLANK\(.+?\)BLANK(.*)FAILED$`).String()
 	return regexp.MustCompile(strings.ReplaceAll(p, "BLANK", blank))
-}()
+})
 
 // parseChartJS records the "Chrome 120.0 (Linux x86_64) name FAILED" lines of
 // karma's output (after removing ANSI codes) as failures; nothing passes.
@@ -300,7 +301,7 @@ func parseChartJS(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var markedFailure = mlRegexp(`^\d+\)\s(.*)`)
+var markedFailure = mlLazy(`^\d+\)\s(.*)`)
 
 // parseMarked records mocha/jasmine's numbered failure list "1) name" as
 // failures.
@@ -314,7 +315,7 @@ func parseMarked(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var p5jsFailure = mlRegexp(`(?ms)^\s*(\d+)\)(.{0,1000}?):`)
+var p5jsFailure = mlLazy(`(?ms)^\s*(\d+)\)(.{0,1000}?):`)
 
 // parseP5JS records the numbered failures of p5.js's mocha output, after
 // dropping what looks like JSON or XML dumped by the tests. A failure's title
@@ -449,17 +450,17 @@ func p5jsFindElement(s string, from int) (start, end int, name string, ok bool) 
 // and "FAIL file" lines, tried in order; the first one that matches names
 // the file.
 var jestSuiteLine = []struct {
-	re     *regexp.Regexp
+	re     *lazyre.Regexp
 	status Status
 }{
-	{mlRegexp(`^PASS\s(.*)\s\([\d\.]+ms\)`), Passed},
-	{mlRegexp(`^PASS\s(.*)\s\([\d\.]+\ss\)`), Passed},
-	{mlRegexp(`^PASS\s(.*)\s\([\d\.]+s\)`), Passed},
-	{mlRegexp(`^PASS\s(.*)`), Passed},
-	{mlRegexp(`^FAIL\s(.*)\s\([\d\.]+ms\)`), Failed},
-	{mlRegexp(`^FAIL\s(.*)\s\([\d\.]+\ss\)`), Failed},
-	{mlRegexp(`^FAIL\s(.*)\s\([\d\.]+s\)`), Failed},
-	{mlRegexp(`^FAIL\s(.*)`), Failed},
+	{mlLazy(`^PASS\s(.*)\s\([\d\.]+ms\)`), Passed},
+	{mlLazy(`^PASS\s(.*)\s\([\d\.]+\ss\)`), Passed},
+	{mlLazy(`^PASS\s(.*)\s\([\d\.]+s\)`), Passed},
+	{mlLazy(`^PASS\s(.*)`), Passed},
+	{mlLazy(`^FAIL\s(.*)\s\([\d\.]+ms\)`), Failed},
+	{mlLazy(`^FAIL\s(.*)\s\([\d\.]+\ss\)`), Failed},
+	{mlLazy(`^FAIL\s(.*)\s\([\d\.]+s\)`), Failed},
+	{mlLazy(`^FAIL\s(.*)`), Failed},
 }
 
 // parseJestSuiteLines reads jest's per-file "PASS path (1.2 s)" and "FAIL
@@ -480,11 +481,11 @@ func parseJestSuiteLines(log string, _ *task.Task) StatusMap {
 
 // bpmnJSFailures are upstream's four karma failure patterns, searched over
 // the whole log; the third has two groups and the second names the test.
-var bpmnJSFailures = []*regexp.Regexp{
-	mlRegexp(`2KPhantomJS\s[\d\.]+\s\(Linux\s[\d\.]+\)\s(.*)FAILED\n`),
-	mlRegexp(`2KPhantomJS\s[\d\.]+\s\(Linux\sx86\_64\)\s(.*)FAILED\n`),
-	mlRegexp(`Chrome\sHeadless\s(.*)\s\(Linux\sx86\_64\)\s(.*)FAILED\n`),
-	mlRegexp(`HeadlessChrome\s[\d\.]+\s\(Linux\s[\d\.]+\)\s(.*)FAILED\n`),
+var bpmnJSFailures = []*lazyre.Regexp{
+	mlLazy(`2KPhantomJS\s[\d\.]+\s\(Linux\s[\d\.]+\)\s(.*)FAILED\n`),
+	mlLazy(`2KPhantomJS\s[\d\.]+\s\(Linux\sx86\_64\)\s(.*)FAILED\n`),
+	mlLazy(`Chrome\sHeadless\s(.*)\s\(Linux\sx86\_64\)\s(.*)FAILED\n`),
+	mlLazy(`HeadlessChrome\s[\d\.]+\s\(Linux\s[\d\.]+\)\s(.*)FAILED\n`),
 }
 
 // parseBpmnJS records karma's "<browser> (Linux ...) name FAILED" lines as
@@ -500,8 +501,8 @@ func parseBpmnJS(log string, _ *task.Task) StatusMap {
 }
 
 var (
-	eslintFailure = mlRegexp(`(\s{2}\d+\))((?s:.)*?)\s+(?:(.*)Error)`)
-	pyBlankRun    = mlRegexp(`\s+`)
+	eslintFailure = mlLazy(`(\s{2}\d+\))((?s:.)*?)\s+(?:(.*)Error)`)
+	pyBlankRun    = mlLazy(`\s+`)
 )
 
 // pyCollapse is Python's re.sub(r"\s+", " ", s).strip().
@@ -518,9 +519,9 @@ func parseESLint(log string, _ *task.Task) StatusMap {
 }
 
 var (
-	grommetFail   = mlRegexp(`(?m)^FAIL\s(.*)`)
-	grommetPass   = mlRegexp(`(?m)^PASS\s(.*)`)
-	grommetTiming = mlRegexp(`\s\([\d\.]+\s?(?:ms|s)\)$`)
+	grommetFail   = mlLazy(`(?m)^FAIL\s(.*)`)
+	grommetPass   = mlLazy(`(?m)^PASS\s(.*)`)
+	grommetTiming = mlLazy(`\s\([\d\.]+\s?(?:ms|s)\)$`)
 )
 
 // parseGrommet reads jest's per-file "FAIL path" and "PASS path (1.2 s)"
@@ -537,8 +538,8 @@ func parseGrommet(log string, _ *task.Task) StatusMap {
 }
 
 var (
-	mochaSummary  = mlRegexp(`\n[ \t]*\d+ passing`)
-	mochaNumbered = mlRegexp(`^\d+\)`)
+	mochaSummary  = mlLazy(`\n[ \t]*\d+ passing`)
+	mochaNumbered = mlLazy(`^\d+\)`)
 )
 
 // parseHighlightJS reads mocha's spec reporter up to its "N passing"
@@ -572,18 +573,18 @@ func parseHighlightJS(log string, _ *task.Task) StatusMap {
 }
 
 var (
-	lighthouseMochaRun     = mlRegexp(`running\s\d+\stest\sfiles`)
-	lighthouseMochaPassing = mlRegexp(`\d+\spassing`)
+	lighthouseMochaRun     = mlLazy(`running\s\d+\stest\sfiles`)
+	lighthouseMochaPassing = mlLazy(`\d+\spassing`)
 	lighthouseMochaLine    = []struct {
-		re     *regexp.Regexp
+		re     *lazyre.Regexp
 		status Status
 	}{
-		{mlRegexp(`^✔\s(.*)\s\(\d+m+s\)`), Passed},
-		{mlRegexp(`^✔\s(.*)`), Passed},
-		{mlRegexp(`^\d+\)\s(.*)\s\(\d+m+s\)`), Failed},
-		{mlRegexp(`^\d+\)\s(.*)`), Failed},
+		{mlLazy(`^✔\s(.*)\s\(\d+m+s\)`), Passed},
+		{mlLazy(`^✔\s(.*)`), Passed},
+		{mlLazy(`^\d+\)\s(.*)\s\(\d+m+s\)`), Failed},
+		{mlLazy(`^\d+\)\s(.*)`), Failed},
 	}
-	mochaJSONTitle = mlRegexp(`"fullTitle":\s"(.*)",\n`)
+	mochaJSONTitle = mlLazy(`"fullTitle":\s"(.*)",\n`)
 )
 
 // parseLighthouse picks the reader by the task's version: 9.5, 10.0 and 10.2
@@ -695,12 +696,12 @@ func parseLighthouseMocha(log string) StatusMap {
 }
 
 var (
-	nextAssertion = mlRegexp(`AssertionError:\s+#((?s:.)*?)\n\n`)
-	nextFail      = mlRegexp(`^.*?✗\s*(.*)`)
-	nextPass      = mlRegexp(`^.*?✓\s*(.*)`)
-	nextSuites    = mlRegexp(`Running\:(.*)\)\n{3}\s{2}(.*)\n`)
-	nextV2Fail    = mlRegexp(`(?m)^\s{4}\d+\)\s(.*)`)
-	nextV2Pass    = mlRegexp(`(?m)^\s{4}✓\s(.*)\(`)
+	nextAssertion = mlLazy(`AssertionError:\s+#((?s:.)*?)\n\n`)
+	nextFail      = mlLazy(`^.*?✗\s*(.*)`)
+	nextPass      = mlLazy(`^.*?✓\s*(.*)`)
+	nextSuites    = mlLazy(`Running\:(.*)\)\n{3}\s{2}(.*)\n`)
+	nextV2Fail    = mlLazy(`(?m)^\s{4}\d+\)\s(.*)`)
+	nextV2Pass    = mlLazy(`(?m)^\s{4}✓\s(.*)\(`)
 )
 
 // parseNext reads alibaba-fusion/next's logs: version 1.27 ran suites
@@ -767,11 +768,11 @@ func parseNextV2(log string) StatusMap {
 // openLayersFailures are upstream's four failure patterns, searched over the
 // whole log in multi-line mode. Upstream's class [\d\.\_\S] is the same set
 // as \S.
-var openLayersFailures = []*regexp.Regexp{
-	mlRegexp(`(?m)Chrome\sHeadless\s[\d\.]+\s\(Linux\s\S+\)\s(.*)\sFAILED\n`),
-	mlRegexp(`(?m)Chrome\s[\d\.]+\s\(Linux\s\S+\)\s(.*)FAILED\n`),
-	mlRegexp(`(?m)^\s{2}\d+\)((?s:.)*?)Error:`),
-	mlRegexp(`(?m)^case\s(.*):\smismatch`),
+var openLayersFailures = []*lazyre.Regexp{
+	mlLazy(`(?m)Chrome\sHeadless\s[\d\.]+\s\(Linux\s\S+\)\s(.*)\sFAILED\n`),
+	mlLazy(`(?m)Chrome\s[\d\.]+\s\(Linux\s\S+\)\s(.*)FAILED\n`),
+	mlLazy(`(?m)^\s{2}\d+\)((?s:.)*?)Error:`),
+	mlLazy(`(?m)^case\s(.*):\smismatch`),
 }
 
 // parseOpenLayers records karma's "Chrome ... name FAILED" lines, mocha's
@@ -863,8 +864,8 @@ func mochaTitles(raw json.RawMessage) ([]string, bool) {
 }
 
 var (
-	quartoTest    = mlRegexp(`\[(smoke|unit)\]`)
-	quartoTmpFile = []*regexp.Regexp{mlRegexp(`/tmp/(\w+)\.qmd`), mlRegexp(`/tmp/(\w+)/`)}
+	quartoTest    = mlLazy(`\[(smoke|unit)\]`)
+	quartoTmpFile = []*lazyre.Regexp{mlLazy(`/tmp/(\w+)\.qmd`), mlLazy(`/tmp/(\w+)/`)}
 )
 
 // parseQuartoCLI reads deno test output of quarto-cli up to its "ERRORS" or

@@ -7,8 +7,8 @@ import (
 func init() { RegisterParser("parse_log_phpunit", parsePHPUnit) }
 
 var (
-	phpunitSuite = mlRegexp(`^(\w.+) \(.+\)$`)
-	phpunitTest  = mlRegexp(`^\s*([✔✘↩])\s*(.*)$`)
+	phpunitSuite = mlLazy(`^(\w.+) \(.+\)$`)
+	phpunitTest  = mlLazy(`^\s*([✔✘↩])\s*(.*)$`)
 )
 
 // parsePHPUnit reads phpunit --testdox output: a "Suite Name (Class\Name)"

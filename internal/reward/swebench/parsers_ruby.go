@@ -14,7 +14,7 @@ func init() {
 	RegisterParser("parse_log_jekyll", parseJekyll)
 }
 
-var minitestResult = mlRegexp(`^(.+)\. .*=.*(\.|F|E).*$`)
+var minitestResult = mlLazy(`^(.+)\. .*=.*(\.|F|E).*$`)
 
 // parseMinitest reads minitest --verbose lines "name. = 0.01 s = ." as
 // upstream does: the name runs to the last ". " that has an "=" and a
@@ -36,7 +36,7 @@ func parseMinitest(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var cucumberResult = mlRegexp(`^(.*) \.+(\.|F)`)
+var cucumberResult = mlLazy(`^(.*) \.+(\.|F)`)
 
 // parseCucumber reads "name ....F"-style progress lines: the name is what
 // precedes the last run of dots that ends in '.' or 'F'.
@@ -60,7 +60,7 @@ func parseCucumber(log string, _ *task.Task) StatusMap {
 // RE2 has no \b: a letter mark must be followed by a non-word character or
 // the end of the line, which this pattern consumes instead of asserting. As
 // nothing follows in the pattern, the same lines match with the same groups.
-var rubyUnitResult = mlRegexp(`^\s*(?:test: )?(.+):\s+(?:(\.)|([EFO])(?:\W|$))`)
+var rubyUnitResult = mlLazy(`^\s*(?:test: )?(.+):\s+(?:(\.)|([EFO])(?:\W|$))`)
 
 // parseRubyUnit reads test-unit's verbose output, "test_name: .", "test:
 // description: F" and so on, the name running to the last colon that a mark
@@ -84,7 +84,7 @@ func parseRubyUnit(log string, _ *task.Task) StatusMap {
 	return sm
 }
 
-var rspecResult = mlRegexp(`^(.+) - (passed|failed)`)
+var rspecResult = mlLazy(`^(.+) - (passed|failed)`)
 
 // parseRSpecTransformedJSON reads "full description - passed" lines, which
 // the harness's eval scripts make from rspec's JSON report with jq. The match

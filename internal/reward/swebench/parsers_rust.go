@@ -6,7 +6,7 @@ import (
 
 func init() { RegisterParser("parse_log_cargo", parseCargo) }
 
-var cargoResult = mlRegexp(`^test\s+(\S+)\s+\.\.\.\s+(\w+)$`)
+var cargoResult = mlLazy(`^test\s+(\S+)\s+\.\.\.\s+(\w+)$`)
 
 // parseCargo reads the "test path::name ... ok" lines of cargo test. Only
 // "ok" and "FAILED" are recorded: ignored tests, and results whose name

@@ -18,10 +18,10 @@ package swefactory
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -32,13 +32,13 @@ const Marker = "OMNIGRIL_EXIT_CODE"
 
 // markerLine matches the printed line itself, whatever the number of digits
 // — not the `+ echo OMNIGRIL_EXIT_CODE=...` line bash's xtrace shows for it.
-var markerLine = regexp.MustCompile(`(?m)^` + Marker + `=(\d+)\r?$`)
+var markerLine = lazyre.New(`(?m)^` + Marker + `=(\d+)\r?$`)
 
 // markerTrace matches bash's trace of the script's echo of the marker.
-var markerTrace = regexp.MustCompile(`^echo ` + Marker + `=(\d+)$`)
+var markerTrace = lazyre.New(`^echo ` + Marker + `=(\d+)$`)
 
 // xtraceOn matches a `set` line that turns xtrace on (set -x, set -uxo …).
-var xtraceOn = regexp.MustCompile(`(?m)^\s*set\s+-[a-zA-Z]*x`)
+var xtraceOn = lazyre.New(`(?m)^\s*set\s+-[a-zA-Z]*x`)
 
 // Result is one graded log.
 type Result struct {

@@ -1,11 +1,11 @@
 package swesmith
 
 import (
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -134,7 +134,7 @@ func parseParamiko(log string, _ *task.Task) swebench.StatusMap {
 }
 
 // gwWorker matches pytest-xdist's "[gwN] " prefix (one digit, any script).
-var gwWorker = regexp.MustCompile(`^\[gw\p{Nd}\][` + pySpaceClass + `]`)
+var gwWorker = lazyre.New(`^\[gw\p{Nd}\][` + pySpaceClass + `]`)
 
 // parseAutograd: lines "[gwN] <STATUS> <name>" (pytest-xdist, verbose).
 func parseAutograd(log string, _ *task.Task) swebench.StatusMap {
@@ -195,12 +195,12 @@ func parseTornado(log string, _ *task.Task) swebench.StatusMap {
 const slugifyName = `^([a-zA-Z0-9_\-,.\(\)'` + pySpaceClass + `]+)[` + pySpaceClass + `]\.{3}[` + pySpaceClass + `]`
 
 var slugifyResults = []struct {
-	re     *regexp.Regexp
+	re     *lazyre.Regexp
 	status swebench.Status
 }{
-	{regexp.MustCompile(slugifyName + `ok$`), swebench.Passed},
-	{regexp.MustCompile(slugifyName + `FAIL$`), swebench.Failed},
-	{regexp.MustCompile(slugifyName + `ERROR$`), swebench.Error},
+	{lazyre.New(slugifyName + `ok$`), swebench.Passed},
+	{lazyre.New(slugifyName + `FAIL$`), swebench.Failed},
+	{lazyre.New(slugifyName + `ERROR$`), swebench.Error},
 }
 
 // parseSlugify reads unittest's verbose lines "name ... ok|FAIL|ERROR".

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -113,7 +114,7 @@ func PlanCanariesSeeded(t *task.Task, seed1, seed2 uint64) *Canaries {
 
 // djangoName reads "test_x (module.Class)" (and Python 3.11's
 // "test_x (module.Class.test_x)").
-var djangoName = regexp.MustCompile(`^(\w+) \(([\w.]+)\)$`)
+var djangoName = lazyre.New(`^(\w+) \(([\w.]+)\)$`)
 
 // djangoHost picks a test class of a FAIL_TO_PASS (else PASS_TO_PASS) test
 // whose module the test patch changes: a class the run executes and whose

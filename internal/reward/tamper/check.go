@@ -15,10 +15,10 @@ package tamper
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -164,7 +164,7 @@ func testCommand(script string) string {
 	return strings.TrimSpace(cmd)
 }
 
-var assignment = regexp.MustCompile(`^\w+=`)
+var assignment = lazyre.New(`^\w+=`)
 
 // runnerPaths are the repository files a test command runs as programs:
 // its first word past variable assignments when that is a path, and the
@@ -267,8 +267,8 @@ func (c *checker) file(f fileChange) []Finding {
 // test module: code outside the tests that has both can rewrite the hidden
 // tests on disk before the runner imports them (and put them back after).
 var (
-	pyWritesFile   = regexp.MustCompile(`\bopen\([^)]*['"][wax]b?\+?['"]|\.write_(text|bytes)\(|\bshutil\.(copy\w*|move)\(|\bos\.(replace|rename)\(`)
-	pyNamesTestMod = regexp.MustCompile(`['"][^'"\n]*(\btests?\.py|\btest_\w+\.py|\w+_tests?\.py|/tests?/)[^'"\n]*['"]`)
+	pyWritesFile   = lazyre.New(`\bopen\([^)]*['"][wax]b?\+?['"]|\.write_(text|bytes)\(|\bshutil\.(copy\w*|move)\(|\bos\.(replace|rename)\(`)
+	pyNamesTestMod = lazyre.New(`['"][^'"\n]*(\btests?\.py|\btest_\w+\.py|\w+_tests?\.py|/tests?/)[^'"\n]*['"]`)
 )
 
 // rewritesTests says how added Python code outside the tests writes files
@@ -327,7 +327,7 @@ var testDirs = setOf([]string{"test", "tests", "testing", "__tests__", "e2e", "t
 
 var specDirs = setOf([]string{"spec", "specs"})
 
-var testFileName = regexp.MustCompile(`^(test_.*\.py|.*_test\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|.*Tests?\.(java|kt|php)|.*_(spec|test)\.rb|.*_test\.rs|test_.*\.(c|cc|cpp|h))$`)
+var testFileName = lazyre.New(`^(test_.*\.py|.*_test\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|.*Tests?\.(java|kt|php)|.*_(spec|test)\.rb|.*_test\.rs|test_.*\.(c|cc|cpp|h))$`)
 
 // isTestPath reports whether p is a test or test-support file by the
 // conventions of the languages SWE-bench covers.
@@ -346,24 +346,24 @@ func isTestPath(p string) bool {
 // pytestKeys are settings of pytest's configuration (in pytest.ini,
 // tox.ini's [pytest], setup.cfg's [tool:pytest], pyproject's
 // [tool.pytest.ini_options]) and plugin entry points.
-var pytestKeys = regexp.MustCompile(`^\s*(\[(tool:)?pytest\]|\[tool\.pytest|addopts|python_files|python_classes|python_functions|testpaths|norecursedirs|confcutdir|pytest_plugins|required_plugins|usefixtures|xfail_strict|console_output_style|pytest11)\b|["']?pytest11["']?\s*[:=]|\bpytest11\b`)
+var pytestKeys = lazyre.New(`^\s*(\[(tool:)?pytest\]|\[tool\.pytest|addopts|python_files|python_classes|python_functions|testpaths|norecursedirs|confcutdir|pytest_plugins|required_plugins|usefixtures|xfail_strict|console_output_style|pytest11)\b|["']?pytest11["']?\s*[:=]|\bpytest11\b`)
 
 var (
-	jsTestConfig  = regexp.MustCompile(`^(jest|vitest|vitest\.workspace|vite|karma|karma\.conf|ava|playwright|cypress|jasmine|wdio|babel|web-test-runner|mocha)\.config\.[cm]?[jt]s(on)?$|^karma\.conf\.[cm]?[jt]s$|^\.mocharc(\.\w+)?$|^\.babelrc(\.\w+)?$|^jasmine\.json$|^\.taprc$`)
-	jsonTestKey   = regexp.MustCompile(`^\s*"((pre|post)?test[\w:.-]*|jest|mocha|vitest|ava|karma|jasmine|tap|c8|nyc)"\s*:`)
-	javaTestFlags = regexp.MustCompile(`testFailureIgnore|skipTests|maven\.test\.(skip|failure\.ignore)|ignoreFailures|failIfNoTests|surefire|failsafe`)
-	cargoTestKeys = regexp.MustCompile(`^\s*(harness\s*=\s*false|\[\[test\]\]|\[patch\.|test\s*=\s*false)`)
-	goModTestLibs = regexp.MustCompile(`^\s*(replace\b.*)?(github\.com/stretchr/testify|gopkg\.in/check|github\.com/onsi/(ginkgo|gomega)|github\.com/google/go-cmp|gotest\.tools)\b.*=>`)
-	cmakeTestKeys = regexp.MustCompile(`\b(add_test|set_tests_properties|WILL_FAIL|enable_testing)\b`)
-	setupPyHooks  = regexp.MustCompile(`\bcmdclass\b|\bpytest11\b|\.pth\b|site-packages|getsitepackages`)
-	makeTestKeys  = regexp.MustCompile(`^\s*[\w.-]*(test|check)[\w.-]*\s*:|\b(TESTS|TEST_\w+|check_PROGRAMS)\s*[+:]?=`)
+	jsTestConfig  = lazyre.New(`^(jest|vitest|vitest\.workspace|vite|karma|karma\.conf|ava|playwright|cypress|jasmine|wdio|babel|web-test-runner|mocha)\.config\.[cm]?[jt]s(on)?$|^karma\.conf\.[cm]?[jt]s$|^\.mocharc(\.\w+)?$|^\.babelrc(\.\w+)?$|^jasmine\.json$|^\.taprc$`)
+	jsonTestKey   = lazyre.New(`^\s*"((pre|post)?test[\w:.-]*|jest|mocha|vitest|ava|karma|jasmine|tap|c8|nyc)"\s*:`)
+	javaTestFlags = lazyre.New(`testFailureIgnore|skipTests|maven\.test\.(skip|failure\.ignore)|ignoreFailures|failIfNoTests|surefire|failsafe`)
+	cargoTestKeys = lazyre.New(`^\s*(harness\s*=\s*false|\[\[test\]\]|\[patch\.|test\s*=\s*false)`)
+	goModTestLibs = lazyre.New(`^\s*(replace\b.*)?(github\.com/stretchr/testify|gopkg\.in/check|github\.com/onsi/(ginkgo|gomega)|github\.com/google/go-cmp|gotest\.tools)\b.*=>`)
+	cmakeTestKeys = lazyre.New(`\b(add_test|set_tests_properties|WILL_FAIL|enable_testing)\b`)
+	setupPyHooks  = lazyre.New(`\bcmdclass\b|\bpytest11\b|\.pth\b|site-packages|getsitepackages`)
+	makeTestKeys  = lazyre.New(`^\s*[\w.-]*(test|check)[\w.-]*\s*:|\b(TESTS|TEST_\w+|check_PROGRAMS)\s*[+:]?=`)
 )
 
 // testConfig says how f changes the configuration of a test run, or "".
 func (c *checker) testConfig(f fileChange) string {
 	base := path.Base(f.Path)
 	changed := append(slices.Clone(f.Plus), f.Minus...)
-	anyLine := func(re *regexp.Regexp) string {
+	anyLine := func(re *lazyre.Regexp) string {
 		for _, l := range changed {
 			if re.MatchString(l) {
 				return strings.TrimSpace(l)
@@ -422,33 +422,33 @@ func (c *checker) testConfig(f fileChange) string {
 
 // frameworkPatterns match added lines that take over a test framework:
 // assignments into it, replacing its modules, ending the process early.
-var frameworkPatterns = map[string][]*regexp.Regexp{
+var frameworkPatterns = map[string][]*lazyre.Regexp{
 	".py": {
-		regexp.MustCompile(`\bunittest\.(\w+\.)*\w+\s*=[^=]`),
-		regexp.MustCompile(`\b(TestCase|TestResult|TextTestResult|TextTestRunner|TestSuite|TestLoader|TestProgram|DiscoverRunner|RemoteTestResult|RemoteTestRunner|SimpleTestCase|TransactionTestCase)\.\w+\s*=[^=]`),
-		regexp.MustCompile(`\b_?pytest\.(\w+\.)*\w+\s*=[^=]`),
-		regexp.MustCompile(`\bsys\.modules\s*\[\s*['"](unittest|_?pytest|pluggy|doctest|builtins|sys)\b`),
-		regexp.MustCompile(`\bsetattr\(\s*(unittest|_?pytest|builtins|TestCase|\w*TestResult|\w*TestRunner)\b`),
-		regexp.MustCompile(`\b(builtins|__builtins__)(\s*(\.\s*\w+|\[[^\]]+\]))+\s*=[^=]`),
+		lazyre.New(`\bunittest\.(\w+\.)*\w+\s*=[^=]`),
+		lazyre.New(`\b(TestCase|TestResult|TextTestResult|TextTestRunner|TestSuite|TestLoader|TestProgram|DiscoverRunner|RemoteTestResult|RemoteTestRunner|SimpleTestCase|TransactionTestCase)\.\w+\s*=[^=]`),
+		lazyre.New(`\b_?pytest\.(\w+\.)*\w+\s*=[^=]`),
+		lazyre.New(`\bsys\.modules\s*\[\s*['"](unittest|_?pytest|pluggy|doctest|builtins|sys)\b`),
+		lazyre.New(`\bsetattr\(\s*(unittest|_?pytest|builtins|TestCase|\w*TestResult|\w*TestRunner)\b`),
+		lazyre.New(`\b(builtins|__builtins__)(\s*(\.\s*\w+|\[[^\]]+\]))+\s*=[^=]`),
 		// os._exit(0) under any alias, or registered to run at exit.
-		regexp.MustCompile(`\b\w*(os|posix)\._exit\(\s*0?\s*\)|\b\w*atexit\.register\(\s*\w*(os|posix)\._exit\b`),
-		regexp.MustCompile(`\b(TestReport|CallInfo|TerminalReporter)\.\w+\s*=[^=]`),
-		regexp.MustCompile(`^\s*(async\s+)?def\s+pytest_(runtest_\w+|collection_\w+|collect_file|pycollect_\w+|pyfunc_call|report_\w+|terminal_summary|sessionfinish|make_collect_report|itemcollected)\s*\(`),
-		regexp.MustCompile(`^\s*pytest_plugins\s*=`),
-		regexp.MustCompile(`\b(numpy\.)?testing\.assert_\w+\s*=[^=]`),
+		lazyre.New(`\b\w*(os|posix)\._exit\(\s*0?\s*\)|\b\w*atexit\.register\(\s*\w*(os|posix)\._exit\b`),
+		lazyre.New(`\b(TestReport|CallInfo|TerminalReporter)\.\w+\s*=[^=]`),
+		lazyre.New(`^\s*(async\s+)?def\s+pytest_(runtest_\w+|collection_\w+|collect_file|pycollect_\w+|pyfunc_call|report_\w+|terminal_summary|sessionfinish|make_collect_report|itemcollected)\s*\(`),
+		lazyre.New(`^\s*pytest_plugins\s*=`),
+		lazyre.New(`\b(numpy\.)?testing\.assert_\w+\s*=[^=]`),
 	},
 	".go": {
-		regexp.MustCompile(`\bflag\.(Set|CommandLine\.Set)\(\s*"test\.`),
-		regexp.MustCompile(`^\s*func\s+TestMain\s*\(`),
+		lazyre.New(`\bflag\.(Set|CommandLine\.Set)\(\s*"test\.`),
+		lazyre.New(`^\s*func\s+TestMain\s*\(`),
 	},
 	".js": {
-		regexp.MustCompile(`\b(global|globalThis|window)\.(it|test|describe|expect|assert)\s*=[^=]`),
-		regexp.MustCompile(`\bexpect\.extend\s*\(`),
-		regexp.MustCompile(`\bjasmine\.getEnv\(\)\.\w+\s*=[^=]`),
+		lazyre.New(`\b(global|globalThis|window)\.(it|test|describe|expect|assert)\s*=[^=]`),
+		lazyre.New(`\bexpect\.extend\s*\(`),
+		lazyre.New(`\bjasmine\.getEnv\(\)\.\w+\s*=[^=]`),
 	},
 	".rb": {
-		regexp.MustCompile(`^\s*(module|class)\s+(Minitest|MiniTest|RSpec|Test::Unit)\b`),
-		regexp.MustCompile(`\b(Minitest|MiniTest|RSpec)(::\w+)+\.(prepend|class_eval|send|define_method)\b`),
+		lazyre.New(`^\s*(module|class)\s+(Minitest|MiniTest|RSpec|Test::Unit)\b`),
+		lazyre.New(`\b(Minitest|MiniTest|RSpec)(::\w+)+\.(prepend|class_eval|send|define_method)\b`),
 	},
 }
 

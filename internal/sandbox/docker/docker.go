@@ -98,7 +98,23 @@ func hostFromEnv() string {
 	return os.Getenv("CONTAINER_HOST")
 }
 
+// The process keeps one engine client per engine address: every backend,
+// box and probe for that engine shares it (and its connection pool), and
+// CloseClients closes them all when the process is done.
+var (
+	clientsMu sync.Mutex
+	clients   = map[string]*client.Client{}
+	pinged    = map[string]bool{} // engines that answered a ping
+)
+
+// newClient returns the process's client for host ("" is the environment's
+// engine), making it on first use. Callers must not close it.
 func newClient(host string) (*client.Client, error) {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	if c, ok := clients[host]; ok {
+		return c, nil
+	}
 	opts := []client.Opt{client.FromEnv}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
@@ -107,7 +123,27 @@ func newClient(host string) (*client.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("docker: client: %w", err)
 	}
+	clients[host] = c
 	return c, nil
+}
+
+// CloseClients closes the engine clients this process made. A later call
+// to New or Probe makes a new one.
+func CloseClients() {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	for h, c := range clients {
+		c.Close()
+		delete(clients, h)
+		delete(pinged, h)
+	}
+}
+
+// OpenClients reports how many engine clients the process holds.
+func OpenClients() int {
+	clientsMu.Lock()
+	defer clientsMu.Unlock()
+	return len(clients)
 }
 
 // New connects to the engine (lazily: nothing is sent until first use).
@@ -174,15 +210,37 @@ func isRemote(host string) bool {
 	return u.Scheme != "unix" && u.Scheme != "npipe"
 }
 
-// Probe reports whether an engine answers.
+// Probe reports whether an engine answers. Once an engine has answered, the
+// process asks it no more: later probes return nil at once (a box that then
+// cannot reach it fails with sandbox.ErrUnavailable, and the next probe pings
+// again).
 func Probe(ctx context.Context) error {
 	host := hostFromEnv()
 	cli, err := newClient(host)
 	if err != nil {
 		return err
 	}
-	defer cli.Close()
-	return ping(ctx, cli)
+	clientsMu.Lock()
+	ok := pinged[host]
+	clientsMu.Unlock()
+	if ok {
+		return nil
+	}
+	if err := ping(ctx, cli); err != nil {
+		return err
+	}
+	clientsMu.Lock()
+	pinged[host] = true
+	clientsMu.Unlock()
+	return nil
+}
+
+// forgetPings makes the next Probe ping again (an engine stopped
+// answering).
+func forgetPings() {
+	clientsMu.Lock()
+	clear(pinged)
+	clientsMu.Unlock()
 }
 
 func ping(ctx context.Context, cli *client.Client) error {
@@ -202,6 +260,7 @@ func classify(err error) error {
 	case cerrdefs.IsNotFound(err):
 		return fmt.Errorf("%w: %w", sandbox.ErrNotFound, err)
 	case client.IsErrConnectionFailed(err):
+		forgetPings() // the next probe asks the engine again
 		return fmt.Errorf("%w: %w", sandbox.ErrUnavailable, err)
 	case errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%w: %w", sandbox.ErrTimeout, err)

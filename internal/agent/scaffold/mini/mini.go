@@ -9,10 +9,10 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/llm"
 )
 
@@ -63,7 +63,7 @@ func build(name, system, instance, suffix string) *agent.Scaffold {
 
 // blockRe finds fenced bash blocks (```bash, also mini-swe-agent 2's
 // ```mswea_bash_command).
-var blockRe = regexp.MustCompile("(?s)```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)\r?\n```")
+var blockRe = lazyre.New("(?s)```(?:bash|mswea_bash_command)[ \t]*\r?\n(.*?)\r?\n```")
 
 // Parse reads the one bash block of a reply.
 func Parse(content string) ([]agent.Call, error) {
