@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -60,16 +61,39 @@ func removeStale(base string) {
 // HostPytest makes sure /usr/bin/python3 has pytest, which the sample
 // tasks' tests run with on the local backend, and puts /usr/bin first on
 // PATH for the rest of the test. Without it the test skips with a one-line
-// reason, or fails where the tools are mandatory (CI, or
-// SWERVE_DOCKER_TESTS=1).
+// reason, or fails where the tools are mandatory (Missing).
 func HostPytest(t testing.TB) {
 	t.Helper()
 	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
-		if os.Getenv("CI") != "" || DockerRequired() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		Missing(t, "needs pytest: /usr/bin/python3 -m pytest: %v: %s (apt-get install python3-pytest)", err, firstLine(out))
 	}
 	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+}
+
+// HostPython makes sure python3 on PATH can run unittest, which the demo
+// tasks' tests run with on the local backend. Without it the test skips
+// with a one-line reason, or fails where the tools are mandatory (Missing).
+func HostPython(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("python3", "-c", "import unittest").CombinedOutput(); err != nil {
+		Missing(t, "needs python3: python3 -c 'import unittest': %v: %s (apt-get install python3)", err, firstLine(out))
+	}
+}
+
+// Missing reports a tool the test needs that this machine lacks: the test
+// skips with a one-line reason, or fails where every test is mandatory (CI
+// set, or SWERVE_DOCKER_TESTS=1).
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	if os.Getenv("CI") != "" || DockerRequired() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// firstLine returns the first line of a command's output, trimmed.
+func firstLine(out []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
 }
