@@ -17,9 +17,11 @@ vet:
 # (as in CI) makes them mandatory. -race needs cgo, so a C compiler: without
 # one the suite runs without it.
 RACE ?= $(if $(shell command -v $(CC) 2>/dev/null),-race)
-test: vet
+# The static binary the tests run inside boxes is built once, here
+# (SWERVE_TEST_BINARY), not by every test package at once.
+test: vet build
 	@$(if $(RACE),,echo "make test: no C compiler ($(CC)): running without -race" >&2)
-	CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 ./...
+	SWERVE_TEST_BINARY=$(CURDIR)/bin/swerve CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 ./...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 100x ./internal/...

@@ -21,9 +21,18 @@ var (
 // SwerveBinary builds a static swerve binary once per test process and
 // returns its path. Backends run it inside boxes as the shim; a test binary
 // cannot stand in for it (it is built with -race, so dynamically linked).
+// $SWERVE_TEST_BINARY names one built already (make test builds bin/swerve
+// first, so that the test packages do not each build it at once).
 func SwerveBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
+		if p := os.Getenv("SWERVE_TEST_BINARY"); p != "" {
+			binPath = p
+			if _, binErr = os.Stat(p); binErr != nil {
+				binErr = fmt.Errorf("SWERVE_TEST_BINARY: %w", binErr)
+			}
+			return
+		}
 		base := filepath.Join(os.TempDir(), "swerve-testbin")
 		removeStale(base)
 		dir := filepath.Join(base, strconv.Itoa(os.Getpid()))
