@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 
 func loadTasks(t testing.TB, path string) []task.Task {
 	t.Helper()
+	// The tasks' tests run on the host: the sample tasks with pytest, the
+	// demo tasks with python3's unittest.
+	if strings.HasPrefix(path, "examples/sample/") {
+		testutil.NeedPytest(t)
+	} else {
+		testutil.HostPython(t)
+	}
 	res, err := task.Load(context.Background(), filepath.Join(testutil.RepoRoot(t), path), task.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -67,16 +67,33 @@ func removeStale(base string) {
 	}
 }
 
-// HostPytest makes sure /usr/bin/python3 has pytest, which the sample
-// tasks' tests run with on the local backend, and puts /usr/bin first on
-// PATH for the rest of the test. Without it the test skips with a one-line
-// reason, or fails where the tools are mandatory (Missing).
+// HostPytest makes sure /usr/bin/python3 has pytest (NeedPytest) and puts
+// /usr/bin first on PATH for the rest of the test.
 func HostPytest(t testing.TB) {
 	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		Missing(t, "needs pytest: /usr/bin/python3 -m pytest: %v: %s (apt-get install python3-pytest)", err, firstLine(out))
-	}
+	NeedPytest(t)
 	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+}
+
+var (
+	pytestOnce sync.Once
+	pytestErr  string
+)
+
+// NeedPytest makes sure /usr/bin/python3 has pytest, which the sample
+// tasks' tests run with on the local backend. Without it the test skips
+// with a one-line reason, or fails where the tools are mandatory
+// (Missing).
+func NeedPytest(t testing.TB) {
+	t.Helper()
+	pytestOnce.Do(func() {
+		if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+			pytestErr = fmt.Sprintf("needs pytest: /usr/bin/python3 -m pytest: %v: %s (apt-get install python3-pytest)", err, firstLine(out))
+		}
+	})
+	if pytestErr != "" {
+		Missing(t, "%s", pytestErr)
+	}
 }
 
 // HostPython makes sure python3 on PATH can run unittest, which the demo
