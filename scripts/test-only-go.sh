@@ -26,11 +26,13 @@ cache=()
 make=$(command -v make)
 
 docker image inspect "$base" >/dev/null 2>&1 || { echo "test-only-go.sh: $base is missing: run scripts/test-image.sh" >&2; exit 1; }
-# The derived image: the base without python3, rebuilt when the base changes.
-base_id=$(docker image inspect --format '{{.Id}}' "$base")
-if [ "$(docker image inspect --format '{{index .Config.Labels "swerve.onlygo.base"}}' "$image" 2>/dev/null || true)" != "$base_id" ]; then
-  printf 'FROM %s\nRUN apt-get purge -y -qq "python3*" "libpython3*" >/dev/null && apt-get autoremove -y -qq >/dev/null && ! command -v python3 && ! command -v cc\nLABEL swerve.onlygo.base=%s\n' "$base" "$base_id" |
-    docker build -q -t "$image" - >/dev/null
+# The derived image: the base without python3 and without the task-shaped
+# /testbed, rebuilt when the base or this recipe changes.
+dockerfile=$(printf 'FROM %s\nRUN apt-get purge -y -qq "python3*" "libpython3*" >/dev/null && apt-get autoremove -y -qq >/dev/null && rm -rf /testbed && ! command -v python3 && ! command -v cc\nWORKDIR /root\n' \
+  "$(docker image inspect --format '{{.Id}}' "$base")")
+stamp=$(printf '%s' "$dockerfile" | sha256sum | cut -c1-12)
+if [ "$(docker image inspect --format '{{index .Config.Labels "swerve.onlygo"}}' "$image" 2>/dev/null || true)" != "$stamp" ]; then
+  printf '%s\nLABEL swerve.onlygo=%s\n' "$dockerfile" "$stamp" | docker build -q -t "$image" - >/dev/null
 fi
 
 start=$(date +%s)

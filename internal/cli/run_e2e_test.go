@@ -679,6 +679,7 @@ func (n goldenNormalizer) apply(s string) string {
 // box names and token estimates masked, with testdata/run. -update rewrites
 // them.
 func TestRunGoldenFiles(t *testing.T) {
+	testutil.HostPython(t) // the demo tasks' tests run on the host
 	root := testutil.RepoRoot(t)
 	work := t.TempDir()
 	tmp := filepath.Join(work, "tmp")
