@@ -16,11 +16,12 @@ vet:
 # python3, ../shared) skip with a one-line reason, unless SWERVE_DOCKER_TESTS=1
 # (as in CI) makes them mandatory. -race needs cgo, so a C compiler: without
 # one the suite runs without it.
-RACE ?= $(if $(shell command -v $(CC) 2>/dev/null),-race)
+CGO_CC = $(firstword $(shell $(GO) env CC))
+RACE ?= $(if $(shell command -v $(CGO_CC) 2>/dev/null),-race)
 # The static binary the tests run inside boxes is built once, here
 # (SWERVE_TEST_BINARY), not by every test package at once.
 test: vet build
-	@$(if $(RACE),,echo "make test: no C compiler ($(CC)): running without -race" >&2)
+	@$(if $(RACE),,echo "make test: no C compiler ($(CGO_CC)): running without -race" >&2)
 	SWERVE_TEST_BINARY=$(CURDIR)/bin/swerve CGO_ENABLED=$(if $(RACE),1,0) $(GO) test $(RACE) -count=1 ./...
 
 bench:
