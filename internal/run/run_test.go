@@ -331,7 +331,8 @@ func TestRunDiskFull(t *testing.T) {
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, first)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	// Fill it but for a few KiB.

@@ -88,7 +88,7 @@ func NeedPytest(t testing.TB) {
 	t.Helper()
 	pytestOnce.Do(func() {
 		if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-			pytestErr = fmt.Sprintf("needs pytest: /usr/bin/python3 -m pytest: %v: %s (apt-get install python3-pytest)", err, firstLine(out))
+			pytestErr = fmt.Sprintf("needs pytest: /usr/bin/python3 -m pytest: %v%s (apt-get install python3-pytest)", err, firstLine(out))
 		}
 	})
 	if pytestErr != "" {
@@ -102,7 +102,7 @@ func NeedPytest(t testing.TB) {
 func HostPython(t testing.TB) {
 	t.Helper()
 	if out, err := exec.Command("python3", "-c", "import unittest").CombinedOutput(); err != nil {
-		Missing(t, "needs python3: python3 -c 'import unittest': %v: %s (apt-get install python3)", err, firstLine(out))
+		Missing(t, "needs python3: python3 -c 'import unittest': %v%s (apt-get install python3)", err, firstLine(out))
 	}
 }
 
@@ -118,8 +118,12 @@ func Missing(t testing.TB, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// firstLine returns the first line of a command's output, trimmed.
+// firstLine returns ": " and the first line of a command's output, or ""
+// when it printed nothing.
 func firstLine(out []byte) string {
 	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return line
+	if line == "" {
+		return ""
+	}
+	return ": " + line
 }
