@@ -40,7 +40,10 @@ for _ in $(seq 1 30); do
 done
 curl -sf --unix-socket "$SOCK" http://d/_ping >/dev/null 2>&1 ||
   { tail -20 /var/log/swerve-podman-service.log >&2; echo "podman-service.sh: the API socket did not come up" >&2; exit 1; }
-if ! podman image exists "localhost/$IMAGE"; then
+# Podman's copy must be Docker's image, not an older one of the same name.
+want=$(docker image inspect --format '{{.Id}}' "$IMAGE")
+have=$(podman image inspect --format '{{.Id}}' "localhost/$IMAGE" 2>/dev/null || true)
+if [ "sha256:${have#sha256:}" != "$want" ]; then
   docker save "$IMAGE" | podman load -q >/dev/null
 fi
 echo "unix://$SOCK"

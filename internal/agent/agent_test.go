@@ -276,6 +276,7 @@ func TestFnModeRequiresScaffoldSupport(t *testing.T) {
 // mode on both sample tasks, and grades the patch in a fresh box: the
 // hidden tests must pass.
 func TestOracleEveryScaffold(t *testing.T) {
+	testutil.NeedPytest(t) // the grading runs the sample tasks' pytest on the host
 	usrBinFirst(t)
 	tasks := sampleTasks(t)
 	for _, name := range agent.Scaffolds() {

@@ -277,6 +277,8 @@ func TestEndToEnd(t *testing.T) {
 			t.Parallel()
 			if backend.name == "docker" {
 				requireDocker(t)
+			} else {
+				testutil.NeedPytest(t) // local boxes grade with the host's pytest
 			}
 			for _, sc := range scenarios {
 				if backend.name != "local" && !slices.Contains(sc.Backends, backend.name) {

@@ -16,6 +16,7 @@ import (
 )
 
 func TestExecSampleLocal(t *testing.T) {
+	testutil.HostPython(t)
 	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
 	data := tasksSampleDataset(t)
 	out, _, err := execTasksCLI(t, "exec", "--dataset", data, "--instance_id", "sample__calc-1", "--backend", "local", "--",

@@ -152,7 +152,52 @@ With --llm_name (and the provider's key) it runs that model instead, with
 	fs.StringVar(&scaffold, "scaffold", "mini_swe_agent", "scaffold for --llm_name")
 	fs.Var(&fn, "use_fn_calling", "True or False, for --llm_name (default: the scaffold's own mode)")
 	fs.IntVar(&workers, "max_workers", 3, "tasks run at once")
-	fs.StringVar(&base, "base_image", demo.BaseImage, "base image of the demo images (built with debootstrap when missing)")
+	fs.StringVar(&base, "base_image", demo.BaseImage, "base image of the demo images (built with debootstrap when missing or built from another recipe)")
+	cmd.AddCommand(newDemoBaseImageCmd())
+	return cmd
+}
+
+// newDemoBaseImageCmd builds the base image alone: scripts/test-image.sh
+// calls it, so the demo and the Docker tests share one builder.
+func newDemoBaseImageCmd() *cobra.Command {
+	var (
+		image, mirror string
+		force         bool
+	)
+	cmd := &cobra.Command{
+		Use:   "base-image",
+		Short: "Build the base image of the demo and the Docker tests (debootstrap, no registry)",
+		Long: `base-image builds the image the demo's images and swerve's Docker tests start
+from: a minimal Debian bookworm made with debootstrap (python3, pytest, git,
+patch, procps), working directory /testbed, imported into the engine without
+any registry. It needs root and debootstrap, and about a minute. The image is
+stamped with a hash of its recipe (label ` + demo.BaseLabel + `): an image
+of that name with the same stamp is kept, any other is rebuilt.`,
+		Example: `  sudo swerve demo base-image
+  sudo swerve demo base-image --image swerve-test-base:bookworm --force`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			b, err := docker.New(ctx, docker.Config{})
+			if err != nil {
+				return err
+			}
+			built, err := demo.EnsureBase(ctx, b, image, demo.BaseOptions{Force: force, Mirror: mirror, Progress: cmd.ErrOrStderr()})
+			if err != nil {
+				return err
+			}
+			if !built {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is up to date (recipe %s)\n", image, demo.BaseRecipe())
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "built %s (recipe %s)\n", image, demo.BaseRecipe())
+			}
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&image, "image", demo.BaseImage, "name of the image to build")
+	fs.StringVar(&mirror, "mirror", "", "Debian mirror for debootstrap (default: the one apt uses here, else deb.debian.org)")
+	fs.BoolVar(&force, "force", false, "rebuild even when the image carries this recipe's stamp")
 	return cmd
 }
 
@@ -179,14 +224,8 @@ func demoBackend(ctx context.Context, want, base, dir, dataset string, stderr io
 	if err != nil {
 		return fallback(err)
 	}
-	ok, err := b.ImageExists(ctx, base)
-	if err != nil {
-		return fallback(err)
-	}
-	if !ok {
-		if err := demo.BuildBase(ctx, b, base, stderr); err != nil {
-			return fallback(fmt.Errorf("the base image %s is missing and could not be built: %v", base, err))
-		}
+	if _, err := demo.EnsureBase(ctx, b, base, demo.BaseOptions{Progress: stderr}); err != nil {
+		return fallback(fmt.Errorf("the base image %s could not be built: %v", base, err))
 	}
 	ds, err := demo.Images(ctx, b, dir, base, stderr)
 	if err != nil {

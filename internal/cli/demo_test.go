@@ -15,8 +15,12 @@ import (
 // checkDemo runs swerve demo on backend and checks every scaffold and mode
 // resolved every task.
 func checkDemo(t *testing.T, backend string) {
+	if backend == "local" {
+		testutil.HostPython(t) // the demo tasks' tests run with the host's python3
+	}
 	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
-	out, errOut, err := execTasksCLI(t, "demo", "--backend", backend, "--traj_dir", t.TempDir())
+	// The demo's base image is the test image: one name, one builder.
+	out, errOut, err := execTasksCLI(t, "demo", "--backend", backend, "--base_image", testutil.TestImage(), "--traj_dir", t.TempDir())
 	if err != nil {
 		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}

@@ -41,7 +41,7 @@ func Main(args []string) int {
 	defer docker.CloseClients()
 	ctx, stopSignals := withSignals(ctx, cancel, os.Stderr)
 	defer stopSignals()
-	root := NewRoot(os.Stdout, os.Stderr)
+	root := newRoot(os.Stdout, os.Stderr, true)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
@@ -61,7 +61,12 @@ var commands []func() *cobra.Command
 func register(fn func() *cobra.Command) { commands = append(commands, fn) }
 
 // NewRoot builds the command tree writing to stdout and stderr.
-func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+func NewRoot(stdout, stderr io.Writer) *cobra.Command { return newRoot(stdout, stderr, false) }
+
+// newRoot builds the command tree; with staticCheck (the real process, not
+// a test calling commands in process) commands that open boxes first check
+// that this binary can be their helper (checkStaticHelper).
+func newRoot(stdout, stderr io.Writer, staticCheck bool) *cobra.Command {
 	var logLevel string
 	root := &cobra.Command{
 		Use:   "swerve",
@@ -83,6 +88,9 @@ SWE-smith, SWE-Gym, NeMo Gym) and keeps the flag names you already type.`,
 				return fmt.Errorf("--log-level: %w", err)
 			}
 			slog.SetDefault(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})))
+			if staticCheck {
+				return checkStaticHelper(cmd)
+			}
 			return nil
 		},
 	}

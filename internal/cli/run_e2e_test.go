@@ -37,19 +37,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
-// e2eNeedPytest skips (fails under CI) when /usr/bin/python3 cannot run
-// pytest: the sample tasks' eval scripts need it.
-func e2eNeedPytest(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
-		if os.Getenv("CI") != "" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-}
-
 // e2eEnv is the environment of a swerve subprocess: /usr/bin first in PATH
 // (a python3 with pytest), box directories under tmp, and the static binary
 // as the shim.
@@ -416,7 +403,7 @@ func e2eSeed(t *testing.T) uint64 {
 // is half written, and no box of a killed process survives gc or the next
 // run's start.
 func TestRunKillResume(t *testing.T) {
-	e2eNeedPytest(t)
+	testutil.NeedPytest(t)
 	work := t.TempDir()
 	tmp := filepath.Join(work, "tmp")
 	os.Mkdir(tmp, 0o755)
@@ -524,7 +511,7 @@ func jsonEvents(t *testing.T, r io.Reader, on func(run.Event)) <-chan []run.Even
 // left) and twice in quick succession (cancel now: the same guarantees);
 // each time a rerun completes.
 func TestRunSignal(t *testing.T) {
-	e2eNeedPytest(t)
+	testutil.NeedPytest(t)
 	work := t.TempDir()
 	tmp := filepath.Join(work, "tmp")
 	os.Mkdir(tmp, 0o755)
@@ -686,6 +673,7 @@ func (n goldenNormalizer) apply(s string) string {
 // box names and token estimates masked, with testdata/run. -update rewrites
 // them.
 func TestRunGoldenFiles(t *testing.T) {
+	testutil.HostPython(t) // the demo tasks' tests run on the host
 	root := testutil.RepoRoot(t)
 	work := t.TempDir()
 	tmp := filepath.Join(work, "tmp")

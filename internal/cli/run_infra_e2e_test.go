@@ -23,7 +23,7 @@ import (
 // spelling), then give it up, and a larger --max_attempts once the row is
 // repaired grades the same patch without running the model again.
 func TestRunInfraErrorRetried(t *testing.T) {
-	e2eNeedPytest(t)
+	testutil.NeedPytest(t)
 	work := t.TempDir()
 	tmp := filepath.Join(work, "tmp")
 	os.Mkdir(tmp, 0o755)

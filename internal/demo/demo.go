@@ -20,7 +20,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 )
@@ -31,8 +30,9 @@ var embedded embed.FS
 // DatasetName is the dataset file Extract writes.
 const DatasetName = "tasks.jsonl"
 
-// BaseImage is the image the demo images start from: minimal Debian with
-// python3, git and patch, built locally by BuildBase.
+// BaseImage is the image the demo images and the Docker tests start from:
+// minimal Debian with python3, pytest, git and patch, built locally by
+// EnsureBase (base.go).
 const BaseImage = "swerve-test-base:bookworm"
 
 // Extract writes the tasks under dir: one git repository per task (a
@@ -173,7 +173,7 @@ func Images(ctx context.Context, b *docker.Backend, dir, base string, progress i
 // imageTag names a task's image after a hash of its embedded files.
 func imageTag(name, base string) (string, error) {
 	h := sha256.New()
-	io.WriteString(h, base+"\n")
+	io.WriteString(h, base+" "+BaseRecipe()+"\n")
 	err := fs.WalkDir(embedded, "tasks/"+name, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -190,48 +190,4 @@ func imageTag(name, base string) (string, error) {
 		return "", err
 	}
 	return "swerve-demo-" + name + ":" + hex.EncodeToString(h.Sum(nil))[:12], nil
-}
-
-// BuildBase makes the base image without a registry: debootstrap a
-// minimal Debian into a temporary directory and import it. It needs root
-// and debootstrap, and about a minute.
-func BuildBase(ctx context.Context, b *docker.Backend, ref string, progress io.Writer) error {
-	if _, err := exec.LookPath("debootstrap"); err != nil {
-		return fmt.Errorf("building %s needs debootstrap (apt-get install -y debootstrap)", ref)
-	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("building %s with debootstrap needs root", ref)
-	}
-	root, err := os.MkdirTemp("", "swerve-rootfs-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(root)
-	start := time.Now()
-	fmt.Fprintf(progress, "swerve demo: building the base image %s with debootstrap (about a minute, once)\n", ref)
-	cmd := exec.CommandContext(ctx, "debootstrap", "--variant=minbase", "--include=python3,python3-pytest,git,patch", "bookworm", root)
-	var log bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &log, &log
-	if err := cmd.Run(); err != nil {
-		lines := strings.Split(strings.TrimSpace(log.String()), "\n")
-		return fmt.Errorf("debootstrap: %v: %s", err, lines[len(lines)-1])
-	}
-	tarCmd := exec.CommandContext(ctx, "tar", "-C", root, "-c", ".")
-	stdout, err := tarCmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	if err := tarCmd.Start(); err != nil {
-		return err
-	}
-	ierr := b.Import(ctx, stdout, ref)
-	terr := tarCmd.Wait()
-	if ierr != nil {
-		return ierr
-	}
-	if terr != nil {
-		return fmt.Errorf("tar the root filesystem: %w", terr)
-	}
-	fmt.Fprintf(progress, "swerve demo: base image %s built in %s\n", ref, time.Since(start).Round(time.Second))
-	return nil
 }

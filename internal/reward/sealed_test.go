@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // hostBash runs script the way upstream harnesses do, `/bin/bash <file>`,
@@ -60,6 +61,11 @@ func TestSealedRunMatchesBash(t *testing.T) {
 	_, evalFile := reward.Paths(box)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(tt.script, "/usr/bin/python3") {
+				if _, err := os.Stat("/usr/bin/python3"); err != nil {
+					testutil.Missing(t, "needs python3: %v", err)
+				}
+			}
 			run, err := reward.RunScript(context.Background(), box, ".", evalFile, tt.script, time.Minute)
 			if err != nil {
 				t.Fatal(err)
@@ -137,6 +143,11 @@ func TestSealedRunForgery(t *testing.T) {
 	_, evalFile := reward.Paths(box)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if strings.Contains(tt.script, "/usr/bin/python3") {
+				if _, err := os.Stat("/usr/bin/python3"); err != nil {
+					testutil.Missing(t, "needs python3: %v", err)
+				}
+			}
 			run, err := reward.RunScript(context.Background(), box, ".", evalFile, tt.script, time.Minute)
 			if err != nil {
 				t.Fatal(err)

@@ -11,12 +11,14 @@ import (
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // An R2E-Gym-style task's hidden tests are gone from the agent's box (the
 // agent looks for them and finds nothing) and back in the grading box (the
 // fix it then makes is graded 1 against them).
 func TestRunHidesR2ETests(t *testing.T) {
+	testutil.NeedPytest(t)
 	src := t.TempDir()
 	os.MkdirAll(filepath.Join(src, "r2e_tests"), 0o755)
 	os.WriteFile(filepath.Join(src, "calc.py"), []byte("def add(a, b):\n    return a - b\n"), 0o644)

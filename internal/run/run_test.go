@@ -35,6 +35,13 @@ func TestMain(m *testing.M) {
 
 func loadTasks(t testing.TB, path string) []task.Task {
 	t.Helper()
+	// The tasks' tests run on the host: the sample tasks with pytest, the
+	// demo tasks with python3's unittest.
+	if strings.HasPrefix(path, "examples/sample/") {
+		testutil.NeedPytest(t)
+	} else {
+		testutil.HostPython(t)
+	}
 	res, err := task.Load(context.Background(), filepath.Join(testutil.RepoRoot(t), path), task.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -325,7 +332,8 @@ func TestRunDiskFull(t *testing.T) {
 	}
 	dir := t.TempDir()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		t.Skipf("cannot mount a tmpfs: %v: %s", err, first)
 	}
 	t.Cleanup(func() { exec.Command("umount", "-l", dir).Run() })
 	// Fill it but for a few KiB.

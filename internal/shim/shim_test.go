@@ -184,7 +184,7 @@ func TestServerRejectsUnknownOp(t *testing.T) {
 }
 
 func TestCheckStatic(t *testing.T) {
-	if err := CheckStatic("/bin/sh"); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+	if err := CheckStatic("/bin/sh"); !errors.Is(err, ErrDynamic) || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Errorf("CheckStatic(/bin/sh) = %v, want the dynamically-linked error", err)
 	}
 	if err := CheckStatic("/etc/hostname"); err == nil {

@@ -10,8 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
 	"testing"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
@@ -65,6 +68,9 @@ open("%[1]s.t", "w").write("%%d\n" %% os.getpid()); os.rename("%[1]s.t", "%[1]s"
 		{"fork chain", `bash -c 'bash -c "bash -c \"sleep 100 & echo \\\$! > %[1]s; wait\" &" &' ; while [ ! -s %[1]s ]; do sleep 0.01; done`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if strings.HasPrefix(tc.line, "python3 ") {
+				testutil.HostPython(t)
+			}
 			pidFile := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")+".pid")
 			execOK(t, c, fmt.Sprintf(tc.line, pidFile))
 			if pid := pidIn(t, pidFile); alive(pid) {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -20,9 +21,18 @@ var (
 // SwerveBinary builds a static swerve binary once per test process and
 // returns its path. Backends run it inside boxes as the shim; a test binary
 // cannot stand in for it (it is built with -race, so dynamically linked).
+// $SWERVE_TEST_BINARY names one built already (make test builds bin/swerve
+// first, so that the test packages do not each build it at once).
 func SwerveBinary(t testing.TB) string {
 	t.Helper()
 	binOnce.Do(func() {
+		if p := os.Getenv("SWERVE_TEST_BINARY"); p != "" {
+			binPath = p
+			if _, binErr = os.Stat(p); binErr != nil {
+				binErr = fmt.Errorf("SWERVE_TEST_BINARY: %w", binErr)
+			}
+			return
+		}
 		base := filepath.Join(os.TempDir(), "swerve-testbin")
 		removeStale(base)
 		dir := filepath.Join(base, strconv.Itoa(os.Getpid()))
@@ -57,19 +67,63 @@ func removeStale(base string) {
 	}
 }
 
-// HostPytest makes sure /usr/bin/python3 has pytest, which the sample
-// tasks' tests run with on the local backend, and puts /usr/bin first on
-// PATH for the rest of the test. Without it the test skips with a one-line
-// reason, or fails where the tools are mandatory (CI, or
-// SWERVE_DOCKER_TESTS=1).
+// HostPytest makes sure /usr/bin/python3 has pytest (NeedPytest) and puts
+// /usr/bin first on PATH for the rest of the test.
 func HostPytest(t testing.TB) {
 	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		msg := fmt.Sprintf("/usr/bin/python3 has no pytest (apt-get install python3-pytest): %v: %s", err, out)
-		if os.Getenv("CI") != "" || DockerRequired() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
+	NeedPytest(t)
 	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+}
+
+var (
+	pytestOnce sync.Once
+	pytestErr  string
+)
+
+// NeedPytest makes sure /usr/bin/python3 has pytest, which the sample
+// tasks' tests run with on the local backend. Without it the test skips
+// with a one-line reason, or fails where the tools are mandatory
+// (Missing).
+func NeedPytest(t testing.TB) {
+	t.Helper()
+	pytestOnce.Do(func() {
+		if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
+			pytestErr = fmt.Sprintf("needs pytest: /usr/bin/python3 -m pytest: %v%s (apt-get install python3-pytest)", err, firstLine(out))
+		}
+	})
+	if pytestErr != "" {
+		Missing(t, "%s", pytestErr)
+	}
+}
+
+// HostPython makes sure python3 on PATH can run unittest, which the demo
+// tasks' tests run with on the local backend. Without it the test skips
+// with a one-line reason, or fails where the tools are mandatory (Missing).
+func HostPython(t testing.TB) {
+	t.Helper()
+	if out, err := exec.Command("python3", "-c", "import unittest").CombinedOutput(); err != nil {
+		Missing(t, "needs python3: python3 -c 'import unittest': %v%s (apt-get install python3)", err, firstLine(out))
+	}
+}
+
+// Missing reports a tool the test needs that this machine lacks: the test
+// skips with a one-line reason, or fails where every test is mandatory (CI
+// set, or SWERVE_DOCKER_TESTS=1).
+func Missing(t testing.TB, format string, args ...any) {
+	t.Helper()
+	msg := strings.ReplaceAll(fmt.Sprintf(format, args...), "\n", " ")
+	if os.Getenv("CI") != "" || DockerRequired() {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+}
+
+// firstLine returns ": " and the first line of a command's output, or ""
+// when it printed nothing.
+func firstLine(out []byte) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	if line == "" {
+		return ""
+	}
+	return ": " + line
 }

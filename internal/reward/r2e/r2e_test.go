@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -204,20 +203,10 @@ func TestSampleRows(t *testing.T) {
 	}
 }
 
-func havePytest(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("/usr/bin/python3 has no pytest: %v: %s", err, out)
-		}
-		t.Skipf("/usr/bin/python3 has no pytest: %v: %s", err, out)
-	}
-}
-
 // TestRunLocal runs R2E-Gym's layout on the local backend: a repository
 // holding run_tests.sh and r2e_tests, graded before and after a fix.
 func TestRunLocal(t *testing.T) {
-	havePytest(t)
+	testutil.NeedPytest(t)
 	src := t.TempDir()
 	os.MkdirAll(filepath.Join(src, "r2e_tests"), 0o755)
 	os.WriteFile(filepath.Join(src, "calc.py"), []byte("def add(a, b):\n    return a - b\n"), 0o644)

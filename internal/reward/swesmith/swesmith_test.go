@@ -295,16 +295,6 @@ func TestSampleRow(t *testing.T) {
 	}
 }
 
-func havePytest(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("/usr/bin/python3", "-m", "pytest", "--version").CombinedOutput(); err != nil {
-		if os.Getenv("CI") != "" {
-			t.Fatalf("/usr/bin/python3 has no pytest: %v: %s", err, out)
-		}
-		t.Skipf("/usr/bin/python3 has no pytest: %v: %s", err, out)
-	}
-}
-
 func run(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
@@ -322,7 +312,7 @@ func run(t *testing.T, dir string, args ...string) string {
 // repository whose HEAD is the clean commit and whose bug commit sits on a
 // branch, as in SWE-smith's images and mirrors.
 func TestRunLocal(t *testing.T) {
-	havePytest(t)
+	testutil.NeedPytest(t)
 	// SWE-smith's command is plain "pytest".
 	bin := t.TempDir()
 	os.WriteFile(filepath.Join(bin, "pytest"), []byte("#!/bin/sh\nexec /usr/bin/python3 -m pytest -p no:cacheprovider \"$@\"\n"), 0o755)

@@ -149,14 +149,31 @@ func writeContext(w io.Writer, dir, dockerfile string) error {
 }
 
 // Import creates image ref from a root filesystem tar stream (docker
-// import).
-func (b *Backend) Import(ctx context.Context, rootfs io.Reader, ref string) error {
-	res, err := b.cli.ImageImport(ctx, client.ImageImportSource{Source: rootfs, SourceName: "-"}, ref, client.ImageImportOptions{})
+// import), applying Dockerfile instructions such as "WORKDIR /testbed" or
+// "LABEL k=v" (docker import --change).
+func (b *Backend) Import(ctx context.Context, rootfs io.Reader, ref string, changes ...string) error {
+	res, err := b.cli.ImageImport(ctx, client.ImageImportSource{Source: rootfs, SourceName: "-"}, ref, client.ImageImportOptions{Changes: changes})
 	if err != nil {
 		return fmt.Errorf("import %s: %w", ref, classify(err))
 	}
 	defer res.Close()
 	return readJSONStream(res, nil, "import "+ref)
+}
+
+// ImageLabels returns the image's labels; ok is false when the engine has
+// no such image.
+func (b *Backend) ImageLabels(ctx context.Context, ref string) (labels map[string]string, ok bool, err error) {
+	res, err := b.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, classify(err)
+	}
+	if res.Config != nil {
+		labels = res.Config.Labels
+	}
+	return labels, true, nil
 }
 
 // ImageExists reports whether the engine has the image.

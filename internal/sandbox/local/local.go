@@ -56,7 +56,8 @@ type Backend struct {
 
 // New returns a local backend.
 func New(opts sandbox.Options) (*Backend, error) {
-	bin, err := shim.Binary(opts.ShimPath)
+	// The helper runs on this machine, so a dynamically linked build works.
+	bin, err := shim.HostBinary(opts.ShimPath)
 	if err != nil {
 		return nil, err
 	}

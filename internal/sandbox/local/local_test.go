@@ -45,6 +45,7 @@ func leaks(b *Backend) func(context.Context) ([]string, error) {
 }
 
 func TestConformance(t *testing.T) {
+	testutil.HostPython(t) // local boxes run the host's tools, and the suite needs python3
 	b := newTestBackend(t)
 	sandboxtest.Run(t, sandboxtest.Harness{
 		Backend: b,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -214,7 +215,7 @@ func (s *suite) testCwdRelative(t *testing.T) {
 	bashOK(t, box, "mkdir -p sub/dir")
 
 	req := sandbox.ExecRequest{Cmd: sandbox.Bash("pwd -P"), Cwd: "sub/dir"}
-	wantOutput(t, req, run(t, box, req), base+"/sub/dir\n")
+	wantOutput(t, req, run(t, box, req), path.Join(base, "sub/dir")+"\n")
 
 	// Files written from a relative Cwd land where the file API looks.
 	req = sandbox.ExecRequest{Cmd: sandbox.Bash("echo hi > f.txt"), Cwd: "sub"}
@@ -233,8 +234,9 @@ func (s *suite) testCwdAbsolute(t *testing.T) {
 	base := workdir(t, box)
 	bashOK(t, box, "mkdir -p abs/dir")
 
-	req := sandbox.ExecRequest{Cmd: sandbox.Bash("pwd -P"), Cwd: base + "/abs/dir"}
-	wantOutput(t, req, run(t, box, req), base+"/abs/dir\n")
+	abs := path.Join(base, "abs/dir") // base may be "/"
+	req := sandbox.ExecRequest{Cmd: sandbox.Bash("pwd -P"), Cwd: abs}
+	wantOutput(t, req, run(t, box, req), abs+"\n")
 
 	req = sandbox.ExecRequest{Cmd: []string{"pwd", "-P"}, Cwd: "/"}
 	wantOutput(t, req, run(t, box, req), "/\n")

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // TestMutants runs parts of the suite against the fake with one deliberate
@@ -22,6 +24,7 @@ func TestMutants(t *testing.T) {
 	if os.Getenv("SBT_FAKE_BUG") != "" {
 		t.Skip("in a mutant child")
 	}
+	testutil.HostPython(t) // the fake backend's boxes are host processes, and the suite runs python3 in them
 	box := func(group, leaf string) string { return "Box/" + group + "/" + leaf }
 	for _, m := range []struct {
 		bug, subtest string

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // TestSuite runs the suite against fakeBackend, a bare host-process backend
@@ -29,11 +30,7 @@ func TestSuite(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("the fake backend needs Linux process groups and /proc")
 	}
-	for _, tool := range []string{"bash", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: %v", tool, err)
-		}
-	}
+	testutil.HostPython(t) // the fake backend's boxes are host processes, and the suite runs python3 in them
 	token := os.Getenv("SBT_FAKE_TOKEN")
 	if token == "" {
 		token = fmt.Sprintf("%d-%d", os.Getpid(), time.Now().UnixNano())
