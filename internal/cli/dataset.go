@@ -31,8 +31,8 @@ type datasetFlags struct {
 	Shuffle pyBool
 }
 
-// registerShuffle adds --shuffle, for the commands that mimic R2E-Gym's
-// runner.
+// registerShuffle adds --shuffle. Every command that reads a dataset has
+// it, so that --start_idx and --k pick the same tasks in all of them.
 func (f *datasetFlags) registerShuffle(fs *pflag.FlagSet) {
 	fs.Var(&f.Shuffle, "shuffle", "order the dataset as R2E-Gym's runner does (datasets' shuffle(seed=42)) before --start_idx and --k pick tasks (default: True for R2E-Gym/... Hub datasets, else False)")
 }
@@ -54,6 +54,7 @@ func (f *datasetFlags) shuffles() bool {
 const ShuffleSeed = 42
 
 func (f *datasetFlags) register(fs *pflag.FlagSet) {
+	f.registerShuffle(fs)
 	fs.StringVar(&f.Dataset, "dataset", "", "dataset: a parquet, JSON or JSONL file, a Harbor task directory (or a directory of them), or a Hugging Face Hub dataset owner/name[@revision]")
 	fs.StringVar(&f.Split, "split", "", "Hub datasets: the split to load (default test); files: a label stored as each task's split (does not filter)")
 	fs.StringVar(&f.Revision, "revision", "", "Hub datasets: branch, tag or commit to load (default main; same as owner/name@revision)")

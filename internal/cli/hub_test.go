@@ -97,7 +97,16 @@ func TestHubDatasetR2EGym(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, stderr, err := execTasksCLI(t, "tasks", "ls", "--dataset", "R2E-Gym/R2E-Gym-Lite", "--split", "test", "--json", "--raw=false")
+	// R2E-Gym's own datasets come in its runner's seed-42 order unless
+	// --shuffle False; with two rows that order swaps them.
+	shuffled, _, err := execTasksCLI(t, "tasks", "ls", "--dataset", "R2E-Gym/R2E-Gym-Lite", "--split", "test", "--json", "--raw=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Split(strings.TrimSpace(want), "\n"); len(lines) != 2 || shuffled != lines[1]+"\n"+lines[0]+"\n" {
+		t.Errorf("R2E-Gym Hub dataset not in the seed-42 order:\n got %s\nwant the rows of %s swapped", shuffled, want)
+	}
+	got, stderr, err := execTasksCLI(t, "tasks", "ls", "--dataset", "R2E-Gym/R2E-Gym-Lite", "--split", "test", "--json", "--raw=false", "--shuffle", "False")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,7 +116,6 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 		},
 	}
 	df.register(cmd.Flags())
-	df.registerShuffle(cmd.Flags())
 	bf.register(cmd.Flags())
 	af.register(cmd.Flags())
 	fs := cmd.Flags()

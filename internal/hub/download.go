@@ -11,10 +11,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // fileMeta is what a HEAD on the resolve route says about a file.
@@ -24,7 +25,7 @@ type fileMeta struct {
 	location string
 }
 
-var sha256RE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+var sha256RE = lazyre.New(`^[0-9a-f]{64}$`)
 
 // download fetches one file of the commit into the cache the way
 // huggingface_hub does: a HEAD on /datasets/{repo}/resolve/{commit}/{file}

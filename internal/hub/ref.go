@@ -2,8 +2,9 @@ package hub
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // Ref names a dataset repository on the Hub and a revision of it.
@@ -28,7 +29,7 @@ func (r Ref) rev() string {
 	return r.Revision
 }
 
-var repoPart = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var repoPart = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ParseRef reads "owner/name", "owner/name@revision", "datasets/owner/name"
 // or "hf://datasets/owner/name". It reports false for anything else, so a
@@ -64,7 +65,7 @@ func (r Ref) folder() string {
 	return "datasets--" + strings.ReplaceAll(r.Repo, "/", "--")
 }
 
-var commitRE = regexp.MustCompile(`^[0-9a-f]{40}$`)
+var commitRE = lazyre.New(`^[0-9a-f]{40}$`)
 
 func isCommit(s string) bool { return commitRE.MatchString(s) }
 

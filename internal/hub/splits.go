@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // The rules below are the datasets library's: a README "configs" entry
@@ -37,7 +39,7 @@ var splitKeywords = []struct {
 
 const nonWordChars = "-._ 0123456789"
 
-var shardedRE = regexp.MustCompile(`^data/(.+)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]*$`)
+var shardedRE = lazyre.New(`^data/(.+)-[0-9]{5}-of-[0-9]{5}[^/]*\.[^/]*$`)
 
 // configSpec is the part of a README's "configs" entry that names files.
 type configSpec struct {
