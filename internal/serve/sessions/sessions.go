@@ -405,13 +405,16 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(out...)
 }
 
-// use runs f with the session's box held open (shared with other calls).
-func (s *Session) use(f func() error) error {
+// use runs f with the session's box held open (shared with other calls),
+// marking the session used before and after.
+func (m *Manager) use(s *Session, f func() error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrNotFound
 	}
+	m.touch(s)
+	defer m.touch(s)
 	return f()
 }
 
@@ -429,7 +432,7 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 		timeout = m.opts.StepTimeout
 	}
 	var out BashResult
-	err := s.use(func() error {
+	err := m.use(s, func() error {
 		res, err := s.box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(command), Cwd: s.workdir, Timeout: timeout})
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
@@ -447,7 +450,7 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 // file_editor, search) with the model's arguments.
 func (m *Manager) Tool(ctx context.Context, s *Session, name string, args json.RawMessage) (sandbox.ToolResult, error) {
 	var out sandbox.ToolResult
-	err := s.use(func() error {
+	err := m.use(s, func() error {
 		tl, ok := s.box.(sandbox.Tooler)
 		if !ok {
 			return fmt.Errorf("task %s: %s: this backend's boxes have no native tools", s.Task.InstanceID, name)
@@ -480,7 +483,7 @@ func (m *Manager) Verify(ctx context.Context, s *Session) (*Verification, error)
 	}
 	v := &Verification{InstanceID: s.Task.InstanceID}
 	start := time.Now()
-	err := s.use(func() error {
+	err := m.use(s, func() error {
 		p, err := agent.ExtractPatch(ctx, s.box, s.workdir, s.base)
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: %w", s.Task.InstanceID, err)}
