@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,3 +150,17 @@ func startServer(t testing.TB, opts Options) *testServer {
 	})
 	return ts
 }
+
+// sessionIDOf reads the session id out of a "name=value" cookie.
+func sessionIDOf(t testing.TB, cookie string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "/", nil)
+	req.Header.Set("Cookie", cookie)
+	id := (&gym{opts: GymOptions{CookieName: DefaultCookieName}}).sessionID(req)
+	if id == "" {
+		t.Fatalf("no session id in cookie %q", cookie)
+	}
+	return id
+}
+
+func testingProcs() int { return runtime.GOMAXPROCS(0) }

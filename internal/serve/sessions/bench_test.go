@@ -1,0 +1,89 @@
+package sessions
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// BenchmarkBash measures bash tool calls on one seeded session (a command
+// that does nothing, ":") on the local backend: through the Gym surface's
+// POST /bash over loopback HTTP, one client and 16 at once, against the
+// shim's own round trip for the same command line in the same box.
+//
+//	go test -run '^$' -bench BenchmarkBash -benchtime 3s ./internal/serve/sessions/
+func BenchmarkBash(b *testing.B) {
+	ts := startServer(b, Options{Verifier: &fakeVerifier{}})
+	seed, err := http.Post(ts.URL+"/seed_session", "application/json", strings.NewReader(`{"instance_id":"sample__calc-1"}`))
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, seed.Body)
+	seed.Body.Close()
+	cookie := strings.SplitN(seed.Header.Get("Set-Cookie"), ";", 2)[0]
+	s, err := ts.m.Lookup(sessionIDOf(b, cookie))
+	if err != nil {
+		b.Fatal(err)
+	}
+	box, workdir := s.Box()
+	ctx := context.Background()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	call := func(b *testing.B) {
+		req, _ := http.NewRequest("POST", ts.URL+"/bash", bytes.NewReader([]byte(`{"command":":"}`)))
+		req.Header.Set("Cookie", cookie)
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("X-Exit-Code") != "0" {
+			b.Fatalf("bash: %d", resp.StatusCode)
+		}
+	}
+	b.Run("shim", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(":"), Cwd: workdir}); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+	// The floor under any shell: the shim running true, no bash at all.
+	b.Run("shim-true", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"true"}, Cwd: workdir}); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+	b.Run("shim-bash-c", func(b *testing.B) {
+		for b.Loop() {
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", ":"}, Cwd: workdir}); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+	b.Run("http", func(b *testing.B) {
+		for b.Loop() {
+			call(b)
+		}
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+	b.Run("http-16", func(b *testing.B) {
+		b.SetParallelism(max(1, 16/max(1, testingProcs())))
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				call(b)
+			}
+		})
+		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+	})
+}
