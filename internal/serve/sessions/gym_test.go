@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bufio"
+	"context"
 	"bytes"
 	"encoding/json"
 	"io"
@@ -217,3 +218,27 @@ func TestAggregate(t *testing.T) {
 	}
 }
 
+
+// TestRecordedRowsAreTasks: every recorded Gym row reads as its SWE-bench
+// task (the image by the harness's name, the hidden tests kept), and a row
+// naming a host directory is refused.
+func TestRecordedRowsAreTasks(t *testing.T) {
+	c := NewCatalog(nil, true)
+	for _, row := range recordedRows(t) {
+		b, _ := json.Marshal(row)
+		tk, err := c.Task(context.Background(), "", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := row["instance_id"].(string)
+		if tk.InstanceID != id || !strings.Contains(tk.Image, "sweb.eval.x86_64.") || tk.TestPatch != row["test_patch"] || len(tk.FailToPass) == 0 {
+			t.Errorf("%s: got %s image %q, %d F2P", id, tk.InstanceID, tk.Image, len(tk.FailToPass))
+		}
+	}
+	if _, err := c.Task(context.Background(), "x", json.RawMessage(`{"instance_id":"x","repo":"a/b","source_dir":"/"}`)); err == nil || !strings.Contains(err.Error(), "source_dir") {
+		t.Errorf("row naming a host directory: %v", err)
+	}
+	if _, err := c.Task(context.Background(), "", json.RawMessage(`{"instance_id":"nope"}`)); err == nil || !strings.Contains(err.Error(), "task nope: instance_id") {
+		t.Errorf("unknown id: %v", err)
+	}
+}

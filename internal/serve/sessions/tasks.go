@@ -39,6 +39,9 @@ func NewCatalog(tasks []task.Task, rowsAllowed bool) *Catalog {
 // Task implements TaskSource.
 func (c *Catalog) Task(ctx context.Context, instanceID string, row json.RawMessage) (*task.Task, error) {
 	if c.RowsAllowed && hasTaskFields(row) {
+		if namesHostDir(row) {
+			return nil, fmt.Errorf("task %s: source_dir: a request may not name a host directory", instanceID)
+		}
 		t, err := TaskFromRow(ctx, row)
 		if err != nil {
 			return nil, err
@@ -82,6 +85,17 @@ func hasTaskFields(row json.RawMessage) bool {
 		}
 	}
 	return false
+}
+
+// namesHostDir says whether a row names a host directory to copy into a
+// box (only datasets the server was started with may).
+func namesHostDir(row json.RawMessage) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(row, &m) != nil {
+		return false
+	}
+	v, ok := m["source_dir"]
+	return ok && string(v) != "null" && string(v) != `""`
 }
 
 // TaskFromRow reads one dataset row (any dialect task.Load reads) as a
