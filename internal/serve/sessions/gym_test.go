@@ -2,8 +2,8 @@ package sessions
 
 import (
 	"bufio"
-	"context"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -217,7 +217,6 @@ func TestAggregate(t *testing.T) {
 		t.Errorf("key_metrics: %v", got["key_metrics"])
 	}
 }
-
 
 // TestRecordedRowsAreTasks: every recorded Gym row reads as its SWE-bench
 // task (the image by the harness's name, the hidden tests kept), and a row

@@ -174,3 +174,33 @@ func doJSON(t *testing.T, method, url string, body any, out any) int {
 	}
 	return resp.StatusCode
 }
+
+// TestManagerCallsAndClosing: a call running past the TTL keeps its
+// session; releasing a session ends its running call at once.
+func TestManagerCallsAndClosing(t *testing.T) {
+	ts := startServer(t, Options{TTL: 100 * time.Millisecond, Verifier: &fakeVerifier{}})
+	m := ts.m
+	s := openSample(t, m, "")
+	if res, err := m.Bash(context.Background(), s, "sleep 0.6; echo done", 0); err != nil || res.Output != "done\n" {
+		t.Fatalf("long call: %+v %v", res, err)
+	}
+	if _, err := m.Get(s.ID); err != nil {
+		t.Fatalf("session reaped during its call: %v", err)
+	}
+	errc := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := m.Bash(context.Background(), s, "sleep 30", 0)
+		errc <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	if err := m.Release(context.Background(), s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; !errors.Is(err, ErrNotFound) || time.Since(start) > 10*time.Second {
+		t.Errorf("call during release: %v after %s", err, time.Since(start))
+	}
+	if st := m.Stats(); st.Opened != 1 || st.Released != 1 || st.Open != 0 {
+		t.Errorf("stats: %+v", st)
+	}
+}

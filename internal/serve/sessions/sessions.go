@@ -93,6 +93,11 @@ type Session struct {
 	mu       sync.RWMutex // calls hold it shared; closing holds it alone
 	closed   bool
 	lastUsed time.Time // under Manager.mu
+	active   int       // calls running, under Manager.mu
+
+	// done is cancelled when the session is closed: running calls end.
+	done   context.Context
+	cancel context.CancelFunc
 }
 
 // Box returns the session's box and its repository directory.
@@ -106,6 +111,7 @@ type Manager struct {
 	byID   map[string]*Session
 	byKey  map[string]*Session
 	shut   bool
+	stats  Stats
 	stop   chan struct{}
 	reaped sync.WaitGroup
 	closes sync.WaitGroup // boxes being closed in the background
@@ -170,6 +176,7 @@ func (m *Manager) Open(ctx context.Context, key, instanceID string, row json.Raw
 		return nil, false, fmt.Errorf("%w (at most %d)", ErrFull, m.opts.MaxSessions)
 	}
 	s = &Session{ID: newID(), Key: key, ready: make(chan struct{}), lastUsed: time.Now()}
+	s.done, s.cancel = context.WithCancel(context.Background())
 	m.byID[s.ID] = s
 	if key != "" {
 		m.byKey[key] = s
@@ -180,8 +187,10 @@ func (m *Manager) Open(ctx context.Context, key, instanceID string, row json.Raw
 	close(s.ready)
 	if s.openErr != nil {
 		m.forget(s)
+		m.count(func(st *Stats) { st.Failed++ })
 		return nil, false, s.openErr
 	}
+	m.count(func(st *Stats) { st.Opened++ })
 	m.mu.Lock()
 	shut := m.shut
 	m.mu.Unlock()
@@ -295,11 +304,13 @@ func (m *Manager) Release(ctx context.Context, id string) error {
 	}
 	<-s.ready
 	m.forget(s)
+	m.count(func(st *Stats) { st.Released++ })
 	return m.closeBox(s)
 }
 
-// closeBox waits for the session's calls to end and closes its box once.
+// closeBox ends the session's running calls and closes its box once.
 func (m *Manager) closeBox(s *Session) error {
+	s.cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed || s.box == nil {
@@ -313,6 +324,31 @@ func (m *Manager) closeBox(s *Session) error {
 		return fmt.Errorf("session %s: close box: %w", s.ID, err)
 	}
 	return nil
+}
+
+// Stats count what a Manager did, for metrics.
+type Stats struct {
+	Open     int // sessions open or opening now
+	Opened   int // boxes opened
+	Failed   int // opens that failed
+	Reaped   int // sessions closed by the TTL
+	Released int // sessions released (including after verify)
+	Verified int // verifications that produced a verdict
+}
+
+// Stats returns the manager's counters.
+func (m *Manager) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := m.stats
+	st.Open = len(m.byID)
+	return st
+}
+
+func (m *Manager) count(f func(*Stats)) {
+	m.mu.Lock()
+	f(&m.stats)
+	m.mu.Unlock()
 }
 
 // Len is the number of sessions open or opening.
@@ -336,11 +372,12 @@ func (m *Manager) Reap(now time.Time) int {
 		default:
 			continue // still opening
 		}
-		if now.Sub(s.lastUsed) > m.opts.TTL {
+		if s.active == 0 && now.Sub(s.lastUsed) > m.opts.TTL {
 			old = append(old, s)
 		}
 	}
 	m.mu.Unlock()
+	m.count(func(st *Stats) { st.Reaped += len(old) })
 	for _, s := range old {
 		m.forget(s)
 		_ = m.closeBox(s)
@@ -405,17 +442,34 @@ func (m *Manager) Close(ctx context.Context) error {
 	return errors.Join(out...)
 }
 
-// use runs f with the session's box held open (shared with other calls),
-// marking the session used before and after.
-func (m *Manager) use(s *Session, f func() error) error {
+// use runs f with the session's box held open (shared with other calls)
+// and a context that also ends when the session is closed; the session
+// counts as in use (the reaper leaves it) until f returns.
+func (m *Manager) use(ctx context.Context, s *Session, f func(ctx context.Context) error) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return ErrNotFound
 	}
-	m.touch(s)
-	defer m.touch(s)
-	return f()
+	m.mu.Lock()
+	s.active++
+	s.lastUsed = time.Now()
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		s.active--
+		s.lastUsed = time.Now()
+		m.mu.Unlock()
+	}()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.done, cancel)
+	defer stop()
+	err := f(ctx)
+	if err != nil && s.done.Err() != nil {
+		return fmt.Errorf("%w: the session was closed during the call", ErrNotFound)
+	}
+	return err
 }
 
 // BashResult is one bash call's result.
@@ -432,7 +486,7 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 		timeout = m.opts.StepTimeout
 	}
 	var out BashResult
-	err := m.use(s, func() error {
+	err := m.use(ctx, s, func(ctx context.Context) error {
 		res, err := s.box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(command), Cwd: s.workdir, Timeout: timeout})
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
@@ -450,7 +504,7 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 // file_editor, search) with the model's arguments.
 func (m *Manager) Tool(ctx context.Context, s *Session, name string, args json.RawMessage) (sandbox.ToolResult, error) {
 	var out sandbox.ToolResult
-	err := m.use(s, func() error {
+	err := m.use(ctx, s, func(ctx context.Context) error {
 		tl, ok := s.box.(sandbox.Tooler)
 		if !ok {
 			return fmt.Errorf("task %s: %s: this backend's boxes have no native tools", s.Task.InstanceID, name)
@@ -483,7 +537,7 @@ func (m *Manager) Verify(ctx context.Context, s *Session) (*Verification, error)
 	}
 	v := &Verification{InstanceID: s.Task.InstanceID}
 	start := time.Now()
-	err := m.use(s, func() error {
+	err := m.use(ctx, s, func(ctx context.Context) error {
 		p, err := agent.ExtractPatch(ctx, s.box, s.workdir, s.base)
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: %w", s.Task.InstanceID, err)}
@@ -502,5 +556,6 @@ func (m *Manager) Verify(ctx context.Context, s *Session) (*Verification, error)
 		return v, err
 	}
 	v.Verdict = verdict
+	m.count(func(st *Stats) { st.Verified++ })
 	return v, nil
 }
