@@ -1,8 +1,6 @@
 package sessions
 
 import (
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,11 +30,6 @@ func TestVerlAdapter(t *testing.T) {
 	testutil.HostPytest(t) // the sample task's tests, in the grading box
 	o := newLocalOpener(t)
 	ts := startServer(t, Options{Open: o.Open, Verifier: GraderVerifier{Open: o.Open}, MaxSessions: 8})
-	// A test-only route: how many sandboxes are open.
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /sessions_open", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, ts.m.Len()) })
-	mux.Handle("/", ts.Config.Handler)
-	ts.Config.Handler = mux
 
 	fix := `python3 - <<'EOF'
 import re

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -137,6 +138,8 @@ func startServer(t testing.TB, opts Options) *testServer {
 	mux := http.NewServeMux()
 	RegisterGym(mux, m, GymOptions{Aggregate: true})
 	RegisterSandboxes(mux, m, "")
+	// A test-only route: how many sessions are open.
+	mux.HandleFunc("GET /sessions_open", func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, m.Len()) })
 	srv := httptest.NewServer(mux)
 	ts := &testServer{Server: srv, m: m, o: o}
 	t.Cleanup(func() {
