@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"io/fs"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/task"
 )
 
 // BenchmarkBash measures bash tool calls on one seeded session (a command
@@ -86,4 +88,51 @@ func BenchmarkBash(b *testing.B) {
 		})
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 	})
+}
+
+// nullBox is a box whose commands take no time: it measures the surface's
+// own cost per call, with no process started.
+type nullBox struct{}
+
+func (nullBox) ID() string { return "null" }
+func (nullBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	return sandbox.ExecResult{}, ctx.Err()
+}
+func (nullBox) WriteFile(context.Context, string, []byte, fs.FileMode) error { return nil }
+func (nullBox) ReadFile(context.Context, string) ([]byte, error)             { return nil, nil }
+func (nullBox) Close(context.Context) error                                  { return nil }
+
+// BenchmarkBashSurface is BenchmarkBash's HTTP path on a box whose commands
+// cost nothing: what the surface (HTTP, cookie, session lookup, JSON) can
+// carry by itself.
+//
+//	go test -run '^$' -bench BashSurface -benchtime 3s ./internal/serve/sessions/
+func BenchmarkBashSurface(b *testing.B) {
+	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) { return nullBox{}, "/", nil }
+	ts := startServer(b, Options{Open: open, Verifier: &fakeVerifier{}})
+	seed, err := http.Post(ts.URL+"/seed_session", "application/json", strings.NewReader(`{"instance_id":"sample__calc-1"}`))
+	if err != nil || seed.StatusCode != 200 {
+		b.Fatal(seed.StatusCode, err)
+	}
+	seed.Body.Close()
+	cookie := strings.SplitN(seed.Header.Get("Set-Cookie"), ";", 2)[0]
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	b.SetParallelism(max(1, 16/testingProcs()))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			req, _ := http.NewRequest("POST", ts.URL+"/bash", bytes.NewReader([]byte(`{"command":":"}`)))
+			req.Header.Set("Cookie", cookie)
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				b.Fatalf("bash: %d", resp.StatusCode)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 }
