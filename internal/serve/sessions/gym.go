@@ -40,6 +40,14 @@ var (
 	nativeTools = []string{"str_replace_editor", "file_editor", "search"}
 )
 
+// Register mounts both surfaces at the root: the Gym resources routes
+// (without /aggregate_metrics, which the agent surface serves) and the
+// sandbox API.
+func Register(mux *http.ServeMux, m *Manager) {
+	RegisterGym(mux, m, GymOptions{})
+	RegisterSandboxes(mux, m, "")
+}
+
 // RegisterGym mounts the NeMo Gym resources-server surface on mux:
 // POST /seed_session, /verify, a POST route per tool, GET /reverify_mode
 // (and POST /aggregate_metrics with opts.Aggregate). Every response sets the

@@ -8,7 +8,18 @@
 // fresh box from the task's image.
 //
 // The package is self-contained: Register mounts its routes on any
-// http.ServeMux, and nothing here listens, authenticates or writes files.
+// http.ServeMux, and nothing here listens, authenticates or writes files
+// (the server in front of it checks the bearer token). A server mounts it
+// like this, and closes the Manager when it drains:
+//
+//	m := sessions.New(sessions.Options{
+//		Open:     opener, // the task's image on the chosen backend, and its repository directory
+//		Tasks:    sessions.NewCatalog(tasks, true),
+//		Verifier: sessions.GraderVerifier{Open: opener, EvalTimeout: 1800 * time.Second},
+//		MaxSessions: 64, TTL: 30 * time.Minute, StepTimeout: 600 * time.Second,
+//	})
+//	sessions.Register(mux, m) // Gym's resources routes and /sandboxes
+//	defer m.Close(context.Background())
 package sessions
 
 import (

@@ -62,3 +62,18 @@ func TestSandboxesGrade(t *testing.T) {
 		t.Errorf("%d boxes open", o.open.Load())
 	}
 }
+
+// TestSandboxesFromRow: a create may carry the task's row (a recorded Gym
+// row) instead of naming a served task.
+func TestSandboxesFromRow(t *testing.T) {
+	rows := recordedRows(t)
+	ts := startServer(t, Options{Verifier: &fakeVerifier{}})
+	var c CreateResponse
+	if st := doJSON(t, "POST", ts.URL+"/sandboxes", map[string]any{"trajectory_id": "t-1", "row": rows[1]}, &c); st != 201 || c.InstanceID != rows[1]["instance_id"] {
+		t.Fatalf("create from a row: %d %+v", st, c)
+	}
+	var out ExecuteResponse
+	if st := doJSON(t, "POST", ts.URL+"/sandboxes/"+c.ID+"/execute", map[string]any{"tool": "bash", "arguments": map[string]any{"command": "git status --short | wc -l"}}, &out); st != 200 || strings.TrimSpace(out.Output) != "0" {
+		t.Errorf("bash: %d %+v", st, out)
+	}
+}
