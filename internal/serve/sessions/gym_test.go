@@ -47,8 +47,13 @@ func (c *gymClient) post(path string, body any) (int, []byte, http.Header) {
 
 // recordedRows reads the real NeMo Gym SWE-bench rows.
 func recordedRows(t *testing.T) []map[string]any {
+	return recordedFile(t, "swebench")
+}
+
+// recordedFile reads the real NeMo Gym rows of a resources server.
+func recordedFile(t *testing.T, server string) []map[string]any {
 	t.Helper()
-	path := filepath.Join(testutil.SharedDir(t), "data", "nemo-gym", "swebench", "example.jsonl")
+	path := filepath.Join(testutil.SharedDir(t), "data", "nemo-gym", server, "example.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		t.Skipf("no recorded Gym rows: %v", err)
@@ -232,6 +237,17 @@ func TestRecordedRowsAreTasks(t *testing.T) {
 		id := row["instance_id"].(string)
 		if tk.InstanceID != id || !strings.Contains(tk.Image, "sweb.eval.x86_64.") || tk.TestPatch != row["test_patch"] || len(tk.FailToPass) == 0 {
 			t.Errorf("%s: got %s image %q, %d F2P", id, tk.InstanceID, tk.Image, len(tk.FailToPass))
+		}
+	}
+	// mini_swe_resource's rows are SWE-Gym's, with the test lists as arrays.
+	for _, row := range recordedFile(t, "mini_swe_resource") {
+		b, _ := json.Marshal(row)
+		tk, err := c.Task(context.Background(), "", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.InstanceID != row["instance_id"] || tk.Image == "" || len(tk.FailToPass) == 0 || tk.TestPatch == "" {
+			t.Errorf("%s: got %s image %q, %d F2P", row["instance_id"], tk.InstanceID, tk.Image, len(tk.FailToPass))
 		}
 	}
 	if _, err := c.Task(context.Background(), "x", json.RawMessage(`{"instance_id":"x","repo":"a/b","source_dir":"/"}`)); err == nil || !strings.Contains(err.Error(), "source_dir") {
