@@ -204,3 +204,25 @@ func TestManagerCallsAndClosing(t *testing.T) {
 		t.Errorf("stats: %+v", st)
 	}
 }
+
+// TestDisconnectCancelsCall: a client that goes away mid-call ends its
+// command (it never finishes), and the session stays usable.
+func TestDisconnectCancelsCall(t *testing.T) {
+	ts := startServer(t, Options{Verifier: &fakeVerifier{}})
+	var c CreateResponse
+	if st := doJSON(t, "POST", ts.URL+"/sandboxes", CreateRequest{InstanceID: "sample__calc-1"}, &c); st != 201 {
+		t.Fatal(st)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "POST", ts.URL+"/sandboxes/"+c.ID+"/execute", strings.NewReader(`{"tool":"bash","arguments":{"command":"sleep 1.5; touch late"}}`))
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the call finished: %d", resp.StatusCode)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	var out ExecuteResponse
+	if st := doJSON(t, "POST", ts.URL+"/sandboxes/"+c.ID+"/execute", map[string]any{"tool": "bash", "arguments": map[string]any{"command": "ls late 2>/dev/null || echo gone"}}, &out); st != 200 || out.Output != "gone\n" {
+		t.Errorf("after the disconnect: %d %+v", st, out)
+	}
+}
