@@ -1,0 +1,1 @@
+"""verl tools backed by a running ``swerve serve`` (see README.md)."""
