@@ -17,12 +17,12 @@ func init() { registerConvert(newConvertPredsCmd) }
 
 func newConvertPredsCmd() *cobra.Command {
 	var (
-		df       datasetFlags
-		trajDir  string
-		from     string
-		output   string
-		asJSONL  bool
-		verbose  bool
+		df      datasetFlags
+		trajDir string
+		from    string
+		output  string
+		asJSONL bool
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "preds (--traj_dir RUN [--output preds.json|preds.jsonl] | --from preds.json --dataset D --output tasks.jsonl)",
