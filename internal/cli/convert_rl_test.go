@@ -162,3 +162,24 @@ func TestConvertGymCLI(t *testing.T) {
 		t.Errorf("unknown scaffold: %v", err)
 	}
 }
+
+// Every convert subcommand documents itself with an example.
+func TestConvertHelp(t *testing.T) {
+	root := NewRoot(&strings.Builder{}, &strings.Builder{})
+	conv, _, err := root.Find([]string{"convert"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, c := range append(conv.Commands(), conv) {
+		names[c.Name()] = true
+		if c.Short == "" || c.Long == "" || c.Example == "" {
+			t.Errorf("%s: Short, Long or Example missing", c.CommandPath())
+		}
+	}
+	for _, n := range []string{"harbor", "verl", "preds", "gym"} {
+		if !names[n] {
+			t.Errorf("no convert %s", n)
+		}
+	}
+}
