@@ -31,7 +31,7 @@ predictions and back. Each format is a subcommand.`,
   swerve convert verl --dataset verified-test.parquet --output train.parquet --val_size 50 --val_output val.parquet
   swerve convert gym --dataset verified-test.parquet --output rows.jsonl --subset verified
   swerve convert preds --traj_dir runs/try1 --output preds.jsonl`,
-		Args:    cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
