@@ -49,7 +49,10 @@ func newConvertGymCmd() *cobra.Command {
   agent_ref {"name": --agent_ref} (--agent_ref '' leaves it out)
 
 Rows of SWE-bench Verified come out with the same keys and types as the
-rows NeMo Gym ships for its swebench resources server.`,
+rows NeMo Gym ships for its swebench resources server. SWE-Factory rows
+also get grader and image, so that swerve reads them back with the same
+grader; R2E-Gym rows and Harbor tasks cannot be graded from a Gym row
+(their expected outputs and task directories are not in it).`,
 		Example: `  swerve convert gym --dataset verified-test.parquet --output rows.jsonl --subset verified
   swerve convert gym --dataset tasks.jsonl --output rows.jsonl --scaffold r2egym --use_fn_calling True --agent_ref swerve_agent`,
 		Args: cobra.NoArgs,

@@ -98,7 +98,9 @@ type field struct {
 // original row had them as lists (SWE-Gym rows), then as lists;
 // created_at, environment_setup_commit and difficulty from the original
 // row, else "" (environment_setup_commit: the base commit). The original
-// row's other fields follow unchanged (source_dir made absolute). Then responses_create_params
+// row's other fields follow unchanged (source_dir made absolute), and for
+// SWE-Factory rows grader and image, so that swerve reads the row back with
+// the same grader. Then responses_create_params
 // (input: the scaffold's system and user messages; tools in
 // function-calling mode), subset, split and agent_ref.
 func Row(t *task.Task, opts Options) ([]byte, error) {
@@ -169,6 +171,17 @@ func Row(t *task.Task, opts Options) ([]byte, error) {
 			f.val = mustJSON(t.SourceDir)
 		}
 		out = append(out, f)
+	}
+
+	// SWE-Factory rows are graded by their eval script's exit marker, which
+	// a Gym row (read back as a SWE-bench-like row) would not know: say so.
+	if t.Dialect == task.DialectSWEFactory {
+		if _, ok := rawVal["grader"]; !ok {
+			out = append(out, field{"grader", mustJSON(string(t.Grader))})
+		}
+		if _, ok := rawVal["image"]; !ok { // "" too: a local task has no image
+			out = append(out, field{"image", mustJSON(t.Image)})
+		}
 	}
 
 	msgs, err := agent.Prompt(opts.Scaffold, t, opts.Mode, opts.Workdir, opts.MaxSteps)

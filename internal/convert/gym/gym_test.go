@@ -234,3 +234,33 @@ func TestPyJSONList(t *testing.T) {
 		t.Errorf("empty: %s", got)
 	}
 }
+
+// Rows of the datasets whose grading a Gym row can say load back with the
+// same grader, image and tests.
+func TestRowsKeepGrader(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	for _, path := range []string{
+		filepath.Join(root, "examples", "sample", "sample_transferred.json"),
+		filepath.Join(root, "internal", "task", "testdata", "swesmith_list.json"),
+	} {
+		tasks := load(t, path)
+		var buf bytes.Buffer
+		for i := range tasks {
+			b, err := Row(&tasks[i], options(t, "mini_swe_agent", false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf.Write(b)
+		}
+		out := filepath.Join(t.TempDir(), "rows.jsonl")
+		os.WriteFile(out, buf.Bytes(), 0o644)
+		back := load(t, out)
+		for i := range tasks {
+			a, b := tasks[i], back[i]
+			if a.Grader != b.Grader || a.Image != b.Image || a.Patch != b.Patch || a.EvalScript != b.EvalScript ||
+				!reflect.DeepEqual(a.FailToPass, b.FailToPass) {
+				t.Errorf("%s: read back as grader %s image %q, was %s %q", a.InstanceID, b.Grader, b.Image, a.Grader, a.Image)
+			}
+		}
+	}
+}
