@@ -2,6 +2,8 @@ package verl
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -270,4 +272,66 @@ func isList(n parquet.Node) bool {
 	}
 	_, ok := lt.Value.(*format.ListType)
 	return ok
+}
+
+// The row shape of the RL-serving contract (rl-serving.md §6), as verl's
+// rl_dataset.py and ToolAgentLoop read it.
+const contractRow = `{"data_source":"princeton-nlp/SWE-bench_Verified","agent_name":"tool_agent","ability":"software_engineering",
+ "prompt":[{"role":"system","content":"s"},{"role":"user","content":"u"}],
+ "reward_model":{"style":"tool","name":"swebench_sandbox"},
+ "extra_info":{"split":"train","index":0,"instance_id":"astropy__astropy-12907","repo":"astropy/astropy","base_commit":"d16bfe05",
+  "FAIL_TO_PASS":["t1"],"PASS_TO_PASS":["t2"],"need_tools_kwargs":true,
+  "tools_kwargs":{"bash":{"create_kwargs":{"instance_id":"astropy__astropy-12907","repo":"astropy/astropy","base_commit":"d16bfe05"}},
+                  "submit_solution":{"create_kwargs":{"instance_id":"astropy__astropy-12907","repo":"astropy/astropy","base_commit":"d16bfe05"}}},
+  "ground_truth_patch":"diff --git ..."}}`
+
+func TestRowShapeIsTheContract(t *testing.T) {
+	var want any
+	if err := json.Unmarshal([]byte(contractRow), &want); err != nil {
+		t.Fatal(err)
+	}
+	tk := task.Task{InstanceID: "astropy__astropy-12907", Repo: "astropy/astropy", BaseCommit: "d16bfe05", ProblemStatement: "p",
+		Patch: "diff --git ...", FailToPass: []string{"t1"}, PassToPass: []string{"t2"}}
+	res, err := Convert([]task.Task{tk}, Options{DataSource: "princeton-nlp/SWE-bench_Verified", GroundTruthPatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(res.Train[0])
+	var got any
+	json.Unmarshal(b, &got)
+	// Same keys and value types everywhere; same values but the prompt's text.
+	var walk func(path string, w, g any)
+	walk = func(path string, w, g any) {
+		switch wv := w.(type) {
+		case map[string]any:
+			gv, ok := g.(map[string]any)
+			if !ok || len(gv) != len(wv) {
+				t.Errorf("%s: got %v, want the keys of %v", path, g, w)
+				return
+			}
+			for k := range wv {
+				walk(path+"."+k, wv[k], gv[k])
+			}
+		case []any:
+			gv, ok := g.([]any)
+			if !ok || len(gv) != len(wv) {
+				t.Errorf("%s: got %v, want %v", path, g, w)
+				return
+			}
+			for i := range wv {
+				walk(fmt.Sprintf("%s[%d]", path, i), wv[i], gv[i])
+			}
+		default:
+			if strings.HasSuffix(path, ".content") {
+				if _, ok := g.(string); !ok {
+					t.Errorf("%s: %T, want a string", path, g)
+				}
+				return
+			}
+			if w != g {
+				t.Errorf("%s = %v, want %v", path, g, w)
+			}
+		}
+	}
+	walk("row", want, got)
 }
