@@ -22,11 +22,16 @@ func registerConvert(fn func() *cobra.Command) { convertSubcommands = append(con
 func newConvertCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "convert <format>",
-		Short: "Write a task dataset in another tool's format",
+		Short: "Write a task dataset (or a run's patches) in another tool's format",
 		Long: `convert reads a task dataset (any format swerve loads) and writes it in the
-form another tool expects. Each format is a subcommand.`,
-		Example: `  swerve convert harbor --input instances_transferred.json --out-dir ./harbor`,
-		Args:    cobra.NoArgs,
+form another tool expects: Harbor task directories, verl RLHF parquet, NeMo
+Gym input rows. convert preds turns a run's records into SWE-bench
+predictions and back. Each format is a subcommand.`,
+		Example: `  swerve convert harbor --input instances_transferred.json --out-dir ./harbor
+  swerve convert verl --dataset verified-test.parquet --output train.parquet --val_size 50 --val_output val.parquet
+  swerve convert gym --dataset verified-test.parquet --output rows.jsonl --subset verified
+  swerve convert preds --traj_dir runs/try1 --output preds.jsonl`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
 		},
