@@ -178,11 +178,14 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 			return res, nil
 		}
 		g.In = GradeFresh
-		return res, grade(ctx, t, res, g, nil, "")
+		return done(res, grade(ctx, t, res, g, nil, ""))
 	}
 	a, err := iterate(ctx, s, g, res)
-	if err != nil || a == nil { // a nil attempt: a failure, set on res
-		return res, err
+	if err != nil {
+		return nil, err
+	}
+	if a == nil { // a failure outside the model, set on res
+		return res, nil
 	}
 	box, workdir, traj := a.box, a.workdir, a.traj
 	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
@@ -193,10 +196,18 @@ func Run(ctx context.Context, s Spec) (*Result, error) {
 		return res, nil
 	}
 	if g.In == GradeSame {
-		return res, grade(ctx, t, res, g, box, workdir)
+		return done(res, grade(ctx, t, res, g, box, workdir))
 	}
 	closeBox() // free the agent's box before grading starts another
-	return res, grade(ctx, t, res, g, nil, "")
+	return done(res, grade(ctx, t, res, g, nil, ""))
+}
+
+// done is res, or nothing with err.
+func done(res *Result, err error) (*Result, error) {
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 // Grade grades patch (or, with g.Gold, the task's reference solution) in a
@@ -207,10 +218,7 @@ func Grade(ctx context.Context, t *task.Task, patch string, g GradeOptions) (*Re
 		return nil, fmt.Errorf("task %s: grade: no opener for the grading box", t.InstanceID)
 	}
 	res := &Result{Patch: patch}
-	if err := grade(ctx, t, res, g, nil, ""); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return done(res, grade(ctx, t, res, g, nil, ""))
 }
 
 // keep records a's episode on res.
