@@ -333,7 +333,7 @@ func TestRunStopsBetweenIterations(t *testing.T) {
 		// The model's refused request ends the first episode unsubmitted,
 		// so the next iteration would start; the stop comes first.
 		Model: stoppingModel{stopc},
-		Stop: stopc,
+		Stop:  stopc,
 	}
 	res, err := episode.Run(context.Background(), s)
 	if !errors.Is(err, episode.ErrStopped) || res != nil {
