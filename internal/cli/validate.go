@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
-	"github.com/swerve-dev/swerve/internal/run"
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -27,14 +27,14 @@ type validation struct {
 	// could not be graded: no verdict, see ErrorKind and Error).
 	Status string `json:"status"`
 	// Gold and Empty are null for a check that was not graded.
-	Gold        *float64      `json:"gold_reward"`
-	GoldReason  string        `json:"gold_reason"`
-	Empty       *float64      `json:"empty_reward"`
-	EmptyReason string        `json:"empty_reason"`
-	OK          bool          `json:"ok"`
-	ErrorKind   run.ErrorKind `json:"error_kind,omitempty"`
-	Error       string        `json:"error,omitempty"`
-	Seconds     float64       `json:"seconds"`
+	Gold        *float64          `json:"gold_reward"`
+	GoldReason  string            `json:"gold_reason"`
+	Empty       *float64          `json:"empty_reward"`
+	EmptyReason string            `json:"empty_reason"`
+	OK          bool              `json:"ok"`
+	ErrorKind   episode.ErrorKind `json:"error_kind,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	Seconds     float64           `json:"seconds"`
 
 	// GoldTampered and EmptyTampered are the tamper findings of each run
 	// (see swerve grade --help).
@@ -213,23 +213,47 @@ func showReward(r *float64) string {
 	return fmt.Sprintf("%.0f", *r)
 }
 
-// validateOne runs the gold and the empty check for t.
+// validateOne runs the gold and the empty check for t, each graded by
+// package episode in a fresh box.
 func validateOne(ctx context.Context, stderr io.Writer, bf *boxFlags, t *task.Task, timeout time.Duration, mode tamper.Mode) (v validation) {
 	start := time.Now()
 	v.InstanceID = t.InstanceID
 	defer func() { v.Seconds = time.Since(start).Seconds() }()
-	gold, err := gradeInBox(ctx, bf, t, grader.Options{Gold: true, EvalTimeout: timeout, Tamper: mode}, stderr)
-	if err != nil {
-		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "gold run: "+err.Error()
+	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		box, backend, err := bf.open(ctx, *t, stderr)
+		if err != nil {
+			return nil, "", err
+		}
+		wd := bf.Workdir
+		if backend == "local" && wd == "" {
+			wd = "." // the copy of the repository is the box's directory
+		}
+		return box, wd, nil
+	}
+	g := episode.GradeOptions{Open: open, EvalTimeout: timeout, Tamper: mode}
+	check := func(name string, gold bool) (*episode.Result, bool) {
+		g.Gold = gold
+		res, err := episode.Grade(ctx, t, "", g)
+		switch {
+		case err != nil: // cancelled
+			v.Status, v.Error = validError, name+" run: "+err.Error()
+		case res.Failed():
+			v.Status, v.ErrorKind, v.Error = validError, res.Failure.Kind, name+" run: "+res.Failure.Err.Error()
+		default:
+			return res, true
+		}
+		return nil, false
+	}
+	gold, ok := check("gold", true)
+	if !ok {
 		return v
 	}
-	v.Gold, v.GoldReason, v.GoldTampered = &gold.Reward, gold.Reason, gold.Tampered
-	empty, err := gradeInBox(ctx, bf, t, grader.Options{EvalTimeout: timeout, Tamper: mode}, stderr)
-	if err != nil {
-		v.Status, v.ErrorKind, v.Error = validError, gradeErrorKind(err), "empty run: "+err.Error()
+	v.Gold, v.GoldReason, v.GoldTampered = &gold.Reward, gold.RewardReason, gold.Tampered
+	empty, ok := check("empty", false)
+	if !ok {
 		return v
 	}
-	v.Empty, v.EmptyReason, v.EmptyTampered = &empty.Reward, empty.Reason, empty.Tampered
+	v.Empty, v.EmptyReason, v.EmptyTampered = &empty.Reward, empty.RewardReason, empty.Tampered
 	v.OK = gold.Reward == 1 && empty.Reward == 0
 	v.Status = validFailed
 	if v.OK {

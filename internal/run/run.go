@@ -57,19 +57,19 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
-	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
 // Opener opens a box for a task and says where its repository is.
-type Opener func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error)
+type Opener = episode.Opener
 
 // ModelFactory builds the model for one task.
-type ModelFactory func(s *agent.Scaffold, t *task.Task, workdir string, mode agent.Mode) (llm.Client, error)
+type ModelFactory = episode.ModelFactory
 
 // Options configure a run.
 type Options struct {
@@ -165,8 +165,8 @@ const (
 
 // Error stages: where in a task an error struck.
 const (
-	StageAgent = "agent" // opening the agent's box, or the episode
-	StageGrade = "grade" // grading, after a whole episode
+	StageAgent = episode.StageAgent // opening the agent's box, or the episode
+	StageGrade = episode.StageGrade // grading, after a whole episode
 )
 
 // Record is one finished task: result.json, and the source of every
@@ -512,7 +512,7 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	rec.Attempts = attempts(prev) + 1
 	rec.GivenUp = rec.Failed() && rec.Attempts >= r.opts.MaxAttempts
 	if err := writeTask(r.opts.TrajDir, rec); err != nil {
-		if isDiskFull(err) {
+		if episode.IsDiskFull(err) {
 			err = fmt.Errorf("the disk is full writing %s's results under %s: freed space and rerun the same command to resume (%w)", t.InstanceID, r.opts.TrajDir, err)
 		} else {
 			err = fmt.Errorf("task %s: write results: %w", t.InstanceID, err)
@@ -560,9 +560,10 @@ func runWide(rec *Record) error {
 	return nil
 }
 
-// episode runs the agent (or takes the gold patch) and grades. Failures of
-// the model are a record with reward 0, failures outside it an error record
-// (see Classify); the error is only for interrupts.
+// episode runs the agent (or takes the gold patch) and grades, through
+// package episode. Failures of the model are a record with reward 0,
+// failures outside it an error record (see Classify); the error is only for
+// interrupts.
 func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	o := r.opts
 	rec := &Record{
@@ -582,279 +583,62 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		Started:          time.Now(),
 	}
 	rec.Fingerprint = fingerprint(rec.Settings, rec.TaskHash)
-	if o.RunGolden {
-		rec.Offline = true
-		rec.ExitReason = string(agent.ExitSubmitted)
-		rec.Patch = t.Patch
-		if t.Patch == "" {
-			rec.ExitReason = string(agent.ExitSandboxError)
-			rec.setError(StageAgent, KindTask, fmt.Errorf("task %s: patch: --run_golden needs the gold patch, and the task has none", t.InstanceID))
-			return rec, nil
-		}
-		if err := r.grade(ctx, t, rec, nil, ""); err != nil {
-			return nil, err
-		}
-		return rec, nil
-	}
-	if prev := r.prev[t.InstanceID]; prev != nil && prev.ErrorStage == StageGrade && prev.Trajectory != nil &&
+	g := episode.GradeOptions{Open: o.Open, In: o.GradeIn, Reward: o.Reward, EvalTimeout: o.EvalTimeout}
+	if prev := r.prev[t.InstanceID]; !o.RunGolden && prev != nil && prev.ErrorStage == StageGrade && prev.Trajectory != nil &&
 		r.sameRunSettings(prev) && o.GradeIn == "fresh" {
 		// The episode was whole and only its grading failed: grade the same
 		// patch again rather than run the model again.
 		rec.Model, rec.Offline, rec.Trajectory = prev.Model, prev.Offline, prev.Trajectory
 		rec.ExitReason, rec.ExitDetail, rec.Patch = prev.ExitReason, prev.ExitDetail, prev.Patch
-		if err := r.grade(ctx, t, rec, nil, ""); err != nil {
+		res, err := episode.Grade(ctx, t, rec.Patch, g)
+		if err != nil {
 			return nil, err
 		}
+		rec.setGrade(res)
 		return rec, nil
 	}
-	s, err := agent.Lookup(o.Scaffold)
+	spec := episode.Spec{
+		Task: t, Mode: o.Mode, NewModel: o.NewModel, Open: o.Open, Limits: o.Limits, Sampling: o.Sampling,
+		Iterations: o.MaxIterations, Gold: o.RunGolden, Grade: g, Stop: o.Stop,
+	}
+	if !o.RunGolden {
+		s, err := agent.Lookup(o.Scaffold)
+		if err != nil {
+			return nil, err
+		}
+		spec.Scaffold = s
+	}
+	res, err := episode.Run(ctx, spec)
 	if err != nil {
+		if errors.Is(err, episode.ErrStopped) {
+			err = ErrInterrupted
+		}
 		return nil, err
 	}
-	a, err := r.iterate(ctx, t, s, rec)
-	if err != nil {
-		return nil, err
+	if res.Model != "" {
+		rec.Model = res.Model
 	}
-	if a == nil { // an error outside the model, set on rec
-		return rec, nil
-	}
-	box, workdir, traj := a.box, a.workdir, a.traj
-	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
-	defer closeBox()
-	rec.Model = a.model.Name()
-	rec.Offline = llm.IsOffline(a.model)
-	rec.Trajectory = traj
-	rec.ExitReason, rec.ExitDetail = string(traj.ExitReason), traj.ExitDetail
-	rec.Patch = traj.Patch
-	if traj.ExitReason == agent.ExitSandboxError && traj.Patch == "" {
-		rec.Reward, rec.RewardReason = 0, "not graded: the sandbox failed: "+traj.ExitDetail
-		return rec, nil
-	}
-	if o.GradeIn == "same" {
-		err = r.grade(ctx, t, rec, box, workdir)
-	} else {
-		closeBox() // free the agent's box before grading starts another
-		err = r.grade(ctx, t, rec, nil, "")
-	}
-	if err != nil {
-		return nil, err
-	}
+	rec.Offline = res.Offline
+	rec.Trajectory = res.Trajectory
+	rec.ExitReason, rec.ExitDetail, rec.Patch = string(res.ExitReason), res.ExitDetail, res.Patch
+	rec.setGrade(res)
 	return rec, nil
 }
 
-// attempt is one episode and the box it ran in.
-type attempt struct {
-	box     sandbox.Sandbox
-	workdir string
-	model   llm.Client
-	traj    *agent.Trajectory
-}
-
-// iterate runs the task's episode up to MaxIterations times, each in a
-// fresh box, and returns the one to grade (its box open): the first that
-// submits, else the one with the fewest steps (the earliest of equals), as
-// upstream's iterative protocol does. A failure outside the model is set on
-// rec and a nil attempt returned; the error is only for interrupts.
-func (r *runner) iterate(ctx context.Context, t *task.Task, s *agent.Scaffold, rec *Record) (*attempt, error) {
-	o := r.opts
-	temps := IterationTemperatures(o.Sampling.Temperature, o.MaxIterations)
-	var best *attempt
-	drop := func(a *attempt) {
-		if a != nil {
-			a.box.Close(context.WithoutCancel(ctx))
-		}
+// setGrade copies res's grading, or its failure, onto rec.
+func (rec *Record) setGrade(res *episode.Result) {
+	rec.RewardCalcTime = res.Timings.Grade.Seconds()
+	rec.Reward, rec.RewardReason, rec.Grader, rec.Report, rec.Tampered = res.Reward, res.RewardReason, res.Grader, res.Report, res.Tampered
+	rec.TestOutput, rec.TestTimeout = res.TestOutput, res.TestTimeout
+	if f := res.Failure; f != nil {
+		rec.Status, rec.ErrorStage, rec.ErrorKind, rec.Error, rec.cause = StatusError, f.Stage, f.Kind, f.Err.Error(), f.Err
 	}
-	for i := range o.MaxIterations {
-		if i > 0 && r.stopping() {
-			// A task stopped between its iterations is not recorded: it
-			// runs again, all of them, next time.
-			drop(best)
-			return nil, ErrInterrupted
-		}
-		sampling := o.Sampling
-		if temps != nil {
-			temp := temps[i]
-			sampling.Temperature = &temp
-		}
-		a, err := r.episodeOnce(ctx, t, s, rec, sampling)
-		if err != nil || a == nil {
-			drop(best)
-			return nil, err
-		}
-		if kind, infra := episodeError(a.traj); infra {
-			// The episode was cut short from outside: its patch says nothing
-			// about the model. The trajectory is kept; the task runs again.
-			drop(best)
-			rec.Trajectory = a.traj
-			rec.ExitReason, rec.ExitDetail, rec.Patch = string(a.traj.ExitReason), a.traj.ExitDetail, a.traj.Patch
-			rec.Model, rec.Offline = a.model.Name(), llm.IsOffline(a.model)
-			err := a.traj.Err
-			if err == nil {
-				err = errors.New(a.traj.ExitDetail)
-			}
-			rec.setError(StageAgent, kind, err)
-			drop(a)
-			return nil, nil
-		}
-		if a.traj.ExitReason == agent.ExitSubmitted {
-			drop(best)
-			return a, nil
-		}
-		if best == nil || len(a.traj.Steps) < len(best.traj.Steps) {
-			drop(best)
-			best = a
-		} else {
-			drop(a)
-		}
-	}
-	return best, nil
-}
-
-// episodeOnce opens a box and runs one episode in it. A failure outside the
-// model is set on rec and a nil attempt returned; the error is only for
-// interrupts.
-func (r *runner) episodeOnce(ctx context.Context, t *task.Task, s *agent.Scaffold, rec *Record, sampling agent.Sampling) (*attempt, error) {
-	o := r.opts
-	box, workdir, err := o.Open(ctx, t)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		rec.ExitReason = string(agent.ExitSandboxError)
-		kind, _ := Classify(PhaseOpen, err)
-		rec.setError(StageAgent, kind, err)
-		return nil, nil
-	}
-	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
-	if o.GradeIn != "same" { // grading in a fresh box: hide the tests here
-		if err := grader.HideTests(ctx, box, t, o.Reward, workdir); err != nil {
-			closeBox()
-			rec.ExitReason = string(agent.ExitSandboxError)
-			kind, _ := Classify(PhaseSetup, err)
-			rec.setError(StageAgent, kind, err)
-			return nil, nil
-		}
-	}
-	model, err := o.NewModel(s, t, workdir, o.Mode)
-	if err != nil {
-		closeBox()
-		rec.ExitReason = string(agent.ExitLLMError)
-		rec.setError(StageAgent, KindLLM, err)
-		return nil, nil
-	}
-	traj, err := agent.Run(ctx, agent.Options{
-		Scaffold: s, Mode: o.Mode, Model: model, Box: box, Task: t, Workdir: workdir,
-		Limits: o.Limits, Sampling: sampling, Stop: o.Stop,
-	})
-	if err != nil {
-		closeBox()
-		return nil, err
-	}
-	return &attempt{box: box, workdir: workdir, model: model, traj: traj}, nil
 }
 
 // IterationTemperatures are the sampling temperatures of upstream's
-// iterative protocol, one per iteration: from temperature 0 they rise by
-// 0.1 up to 0.2; any other temperature stays. Nil when temp is nil or
-// there is one iteration (the sampling is then left alone).
+// iterative protocol (see episode.IterationTemperatures).
 func IterationTemperatures(temp *float64, iterations int) []float64 {
-	if temp == nil || iterations <= 1 {
-		return nil
-	}
-	out := make([]float64, iterations)
-	for i := range out {
-		out[i] = *temp
-		if *temp == 0 {
-			out[i] = min(0.1*float64(i), 0.2)
-		}
-	}
-	return out
-}
-
-// episodeError says whether an episode ended by a failure outside the
-// model, and of what kind.
-func episodeError(traj *agent.Trajectory) (ErrorKind, bool) {
-	if traj.Err == nil {
-		return "", false
-	}
-	switch traj.ExitReason {
-	case agent.ExitLLMError:
-		return Classify(PhaseModel, traj.Err)
-	case agent.ExitSandboxError:
-		if len(traj.Steps) == 0 {
-			// The box failed before the model did anything in it.
-			return Classify(PhaseSetup, traj.Err)
-		}
-		return Classify(PhaseBox, traj.Err)
-	}
-	return "", false
-}
-
-// setError makes rec an error record: no reward, the kind and the error.
-func (rec *Record) setError(stage string, kind ErrorKind, err error) {
-	rec.Status, rec.ErrorStage, rec.ErrorKind, rec.Error, rec.cause = StatusError, stage, kind, err.Error(), err
-	rec.Reward, rec.RewardReason = 0, fmt.Sprintf("not graded: %s error: %s", kind, err.Error())
-	rec.Grader, rec.Report, rec.TestOutput, rec.TestTimeout = "", nil, "", false
-}
-
-// grade grades rec.Patch in a fresh box (box nil) or in the given one,
-// where the patch is already in the tree.
-func (r *runner) grade(ctx context.Context, t *task.Task, rec *Record, box sandbox.Sandbox, workdir string) error {
-	start := time.Now()
-	defer func() { rec.RewardCalcTime = time.Since(start).Seconds() }()
-	patch := rec.Patch
-	phase := PhaseGrade
-	if box == nil {
-		b, wd, err := r.opts.Open(ctx, t)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			kind, _ := Classify(PhaseOpen, err)
-			rec.setError(StageGrade, kind, fmt.Errorf("grading box: %w", err))
-			return nil
-		}
-		defer b.Close(context.WithoutCancel(ctx))
-		box, workdir = b, wd
-	} else {
-		patch = "" // already applied in the agent's box
-		phase = PhaseGradeSame
-	}
-	out, err := gradeSafely(func() (*grader.Outcome, error) {
-		return grader.Grade(ctx, box, t, grader.Options{Force: r.opts.Reward, Patch: patch, EvalTimeout: r.opts.EvalTimeout, Workdir: workdir})
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		kind, infra := Classify(phase, err)
-		if errors.Is(err, errGraderPanic) {
-			kind, infra = KindGrader, true
-		}
-		if infra {
-			rec.setError(StageGrade, kind, err)
-		} else {
-			rec.Reward, rec.RewardReason = 0, "not graded: "+err.Error()
-		}
-		return nil
-	}
-	rec.Reward, rec.RewardReason, rec.Grader, rec.Report, rec.Tampered = out.Reward, out.Reason, string(out.Grader), out.Report, out.Tampered
-	rec.TestOutput, rec.TestTimeout = out.Log, out.TimedOut
-	return nil
-}
-
-// errGraderPanic marks a grader that panicked: a bug of swerve's, recorded
-// as that task's grader error instead of ending the run.
-var errGraderPanic = errors.New("the grader crashed")
-
-// gradeSafely runs grade, turning a panic into an error.
-func gradeSafely(grade func() (*grader.Outcome, error)) (out *grader.Outcome, err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			out, err = nil, fmt.Errorf("%w: %v", errGraderPanic, p)
-		}
-	}()
-	return grade()
+	return episode.IterationTemperatures(temp, iterations)
 }
 
 // Settings are the settings that change a task's result, by flag name:
