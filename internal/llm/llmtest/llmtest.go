@@ -183,6 +183,9 @@ type Server struct {
 	next     int
 	count    int // requests served, for made-up ids
 	reqs     []Request
+	// tokenStyle, when set, makes the server a vLLM policy server
+	// (NewVLLMServer).
+	tokenStyle string
 }
 
 // NewOpenAIServer starts a server answering POST /chat/completions in the
@@ -428,7 +431,11 @@ func (s *Server) reply(turn Turn, n int, reqBody []byte) ([]byte, error) {
 	if s.provider == Anthropic {
 		return anthropicMessage(turn, n, req.Model, usage)
 	}
-	return openAICompletion(turn, n, req.Model, usage)
+	out, err := openAICompletion(turn, n, req.Model, usage)
+	if err != nil || s.tokenStyle == "" {
+		return out, err
+	}
+	return s.tokenReply(out, reqBody)
 }
 
 // callID makes a stable, realistic-looking id for call i of the reply to
