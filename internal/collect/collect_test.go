@@ -423,10 +423,7 @@ func TestUnauthorizedStops(t *testing.T) {
 // recorded rollouts come back (joined by line order, as the data README
 // says), and the profile matches the recorded rewards.
 func TestRecordedGymRows(t *testing.T) {
-	dir := filepath.Join(testutil.RepoRoot(t), "..", "shared", "data", "nemo-gym")
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("no recorded NeMo Gym rows: %v", err)
-	}
+	dir := filepath.Join(testutil.SharedDir(t), "data", "nemo-gym")
 	recorded := readJSONL(t, filepath.Join(dir, "mini_swe_resource", "example_rollouts.jsonl"))
 	inputs := readJSONL(t, filepath.Join(dir, "mini_swe_resource", "example.jsonl"))
 	byID := map[string]map[string]any{}
