@@ -151,7 +151,7 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	if err := writeMaterialized(MaterializedPath(opts.Output), pairs); err != nil {
 		return Result{}, err
 	}
-	done, err := finishedPairs(opts.Output, FailuresPath(opts.Output))
+	done, attempts, err := finishedPairs(opts.Output, FailuresPath(opts.Output))
 	if err != nil {
 		return Result{}, err
 	}
@@ -161,6 +161,10 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 		if done[[2]int{p.task, p.rollout}] {
 			res.Skipped++
 			continue
+		}
+		if n := attempts[[2]int{p.task, p.rollout}]; n > 0 {
+			// A retry: Gym numbers it so its captures stay apart.
+			p.row["_ng_attempt_index"] = mustJSON(n)
 		}
 		todo = append(todo, p)
 	}
@@ -231,6 +235,7 @@ func materialize(opts Options) ([]pair, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<30)
 	taskOf := map[string]int{}
+	nextRollout := map[int]int{}
 	var pairs []pair
 	n := 0
 	for line := 1; sc.Scan(); line++ {
@@ -249,15 +254,28 @@ func materialize(opts Options) ([]pair, error) {
 		if _, ok := row["responses_create_params"]; !ok {
 			return nil, fmt.Errorf("collect: %s line %d: no responses_create_params", opts.Input, line)
 		}
-		task, ok := taskOf[text]
-		if !ok {
-			task = len(taskOf)
-			taskOf[text] = task
+		// A task index the row brings (a slicer's global index) is kept;
+		// otherwise identical lines share one. Rollout indices count per
+		// task, so a repeated line continues its task's numbering.
+		var task int
+		if raw, ok := row["_ng_task_index"]; ok {
+			if err := json.Unmarshal(raw, &task); err != nil {
+				return nil, fmt.Errorf("collect: %s line %d: _ng_task_index: %w", opts.Input, line, err)
+			}
+		} else {
+			t, ok := taskOf[text]
+			if !ok {
+				t = len(taskOf)
+				taskOf[text] = t
+			}
+			task = t
 		}
 		if _, ok := row["agent_ref"]; !ok {
 			row["agent_ref"] = mustJSON(map[string]string{"name": opts.AgentName})
 		}
-		for r := range opts.NumRepeats {
+		for range opts.NumRepeats {
+			r := nextRollout[task]
+			nextRollout[task]++
 			p := pair{task: task, rollout: r, row: make(map[string]json.RawMessage, len(row)+2)}
 			for k, v := range row {
 				p.row[k] = v
@@ -350,17 +368,17 @@ type index struct {
 // finishedPairs is the set of pairs not to run again: every pair in the
 // output, and every pair of the failures file that failed terminally or
 // MaxAttempts times.
-func finishedPairs(output, failures string) (map[[2]int]bool, error) {
-	done := map[[2]int]bool{}
+func finishedPairs(output, failures string) (done map[[2]int]bool, attempts map[[2]int]int, err error) {
+	done = map[[2]int]bool{}
 	if err := eachLine(output, func(line []byte) {
 		var ix index
 		if json.Unmarshal(line, &ix) == nil && ix.Task != nil && ix.Rollout != nil {
 			done[[2]int{*ix.Task, *ix.Rollout}] = true
 		}
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	attempts := map[[2]int]int{}
+	attempts = map[[2]int]int{}
 	if err := eachLine(failures, func(line []byte) {
 		var ix index
 		if json.Unmarshal(line, &ix) != nil || ix.Task == nil || ix.Rollout == nil {
@@ -372,9 +390,9 @@ func finishedPairs(output, failures string) (map[[2]int]bool, error) {
 			done[k] = true
 		}
 	}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return done, nil
+	return done, attempts, nil
 }
 
 // eachLine calls fn with every complete line of path; a missing file has
@@ -457,10 +475,12 @@ func (c *collector) one(ctx context.Context, p pair) {
 			row["_ng_failure_terminal"] = mustJSON(true)
 		}
 	}
-	row["_ng_task_index"] = mustJSON(p.task)
-	row["_ng_rollout_index"] = mustJSON(p.rollout)
-	if _, ok := row["agent_ref"]; !ok {
-		row["agent_ref"] = p.row["agent_ref"]
+	// As Gym's collector: the request's indices and agent_ref win, and
+	// its attempt index and rollout id are carried over.
+	for _, k := range []string{"_ng_task_index", "_ng_rollout_index", "agent_ref", "_ng_attempt_index", "_ng_rollout_id"} {
+		if v, ok := p.row[k]; ok {
+			row[k] = v
+		}
 	}
 	if raw, ok := row["_ng_no_persist"]; ok && string(raw) == "true" {
 		return

@@ -155,7 +155,8 @@ func TestRepeatsAndIndices(t *testing.T) {
 	if res.Pairs != 6 || res.Finished != 6 || res.Skipped != 0 {
 		t.Fatalf("result %+v", res)
 	}
-	// Materialized: repeats adjacent, identical lines share the task index.
+	// Materialized: repeats adjacent; identical lines share the task index
+	// and continue its rollout numbering, as in Gym.
 	type ix struct {
 		task, rollout float64
 		agent         string
@@ -164,7 +165,7 @@ func TestRepeatsAndIndices(t *testing.T) {
 	for _, r := range readJSONL(t, collect.MaterializedPath(out)) {
 		got = append(got, ix{r["_ng_task_index"].(float64), r["_ng_rollout_index"].(float64), r["agent_ref"].(map[string]any)["name"].(string)})
 	}
-	want := []ix{{0, 0, "swerve_agent"}, {0, 1, "swerve_agent"}, {1, 0, "other"}, {1, 1, "other"}, {0, 0, "swerve_agent"}, {0, 1, "swerve_agent"}}
+	want := []ix{{0, 0, "swerve_agent"}, {0, 1, "swerve_agent"}, {1, 0, "other"}, {1, 1, "other"}, {0, 2, "swerve_agent"}, {0, 3, "swerve_agent"}}
 	if len(got) != len(want) {
 		t.Fatalf("materialized %v", got)
 	}
@@ -471,5 +472,87 @@ func TestRecordedGymRows(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The example of rl-serving.md §3, from Gym's compute_aggregate_metrics.
+func TestAggregateGymExample(t *testing.T) {
+	var req struct {
+		Rows []map[string]any `json:"verify_responses"`
+	}
+	d := json.NewDecoder(strings.NewReader(`{"verify_responses":[{"_ng_task_index":0,"_ng_rollout_index":0,"agent_ref":{"name":"swerve_agent"},"reward":1.0,"instance_id":"astropy__astropy-12907","response":{"usage":{"total_tokens":14}}}]}`))
+	d.UseNumber()
+	if err := d.Decode(&req); err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(collect.Aggregate(req.Rows))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Groups []map[string]any `json:"group_level_metrics"`
+		Agent  map[string]any   `json:"agent_metrics"`
+		Key    map[string]any   `json:"key_metrics"`
+	}
+	if err := json.Unmarshal(got, &m); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"_ng_task_index": 0.0, "mean/reward": 1.0, "std/reward": 0.0, "num_rollouts": 1.0, "expected_num_rollouts": 1.0, "missing_num_rollouts": 0.0, "reward_profile_completion_pct": 100.0}
+	if len(m.Groups) != 1 {
+		t.Fatalf("groups %s", got)
+	}
+	for k, v := range want {
+		if m.Groups[0][k] != v {
+			t.Errorf("group %s = %v, want %v", k, m.Groups[0][k], v)
+		}
+	}
+	if s, _ := json.Marshal(m.Groups[0]["sample"]); string(s) != `{"agent_ref":{"name":"agent"}}` {
+		t.Errorf("sample %s", s)
+	}
+	if s, _ := json.Marshal(m.Groups[0]["rollout_infos"]); string(s) != `[{"_ng_rollout_index":0,"_ng_task_index":0,"reward":1,"rollout_id":"0:0","total_tokens":14}]` {
+		t.Errorf("rollout_infos %s", s)
+	}
+	for k, v := range map[string]any{"mean/reward": 1.0, "std/reward": 0.0, "mean/total_tokens": 14.0} {
+		if m.Agent[k] != v {
+			t.Errorf("agent %s = %v, want %v", k, m.Agent[k], v)
+		}
+	}
+	if m.Key["mean/reward"] != 1.0 {
+		t.Errorf("key_metrics %v", m.Key)
+	}
+	for k := range m.Key {
+		if !strings.HasPrefix(k, "mean/") {
+			t.Errorf("key metric %s", k)
+		}
+	}
+}
+
+func TestRetryCarriesAttemptIndexAndKeepsGivenTaskIndex(t *testing.T) {
+	srv := newFake(t, func(n int, row map[string]any) (int, map[string]string, any) {
+		if n == 1 {
+			return 200, nil, map[string]any{"reward": 0, "_ng_failure_class": "sandbox_error"}
+		}
+		return 200, nil, nil
+	})
+	in := writeInput(t, `{"instance_id":"a","_ng_task_index":40,"responses_create_params":{"input":[]}}`)
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	for range 2 {
+		if _, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: in, Output: out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if _, ok := reqs[0]["_ng_attempt_index"]; ok {
+		t.Error("first attempt carries _ng_attempt_index")
+	}
+	if reqs[1]["_ng_attempt_index"] != 1.0 || reqs[1]["_ng_task_index"] != 40.0 {
+		t.Errorf("retry: attempt %v task %v", reqs[1]["_ng_attempt_index"], reqs[1]["_ng_task_index"])
+	}
+	rows := readJSONL(t, out)
+	if len(rows) != 1 || rows[0]["_ng_attempt_index"] != 1.0 || rows[0]["_ng_task_index"] != 40.0 {
+		t.Errorf("rows %v", rows)
 	}
 }

@@ -131,15 +131,15 @@ func number(v any) (float64, bool) {
 }
 
 // forMetrics strips a row the way Gym's collector does before it posts to
-// /aggregate_metrics: no responses_create_params, and of response only
-// usage.
+// /aggregate_metrics: no responses_create_params or captures, and of
+// response only a non-empty usage.
 func forMetrics(row map[string]any) map[string]any {
 	out := make(map[string]any, len(row))
 	for k, v := range row {
 		switch k {
-		case "responses_create_params":
+		case "responses_create_params", "ng_agent_observations", "ng_model_call_capture", "ng_trajectory":
 		case "response":
-			if u, ok := asMap(v)["usage"]; ok {
+			if u := asMap(asMap(v)["usage"]); len(u) > 0 {
 				out["response"] = map[string]any{"usage": u}
 			}
 		default:
@@ -174,7 +174,7 @@ func (c *collector) aggregate(ctx context.Context, rows []map[string]any) (json.
 	var out []map[string]any
 	for _, name := range order {
 		group := byAgent[name]
-		entry := map[string]any{"agent_ref": group[0]["agent_ref"]}
+		entry := map[string]any{"agent_ref": map[string]any{"name": name}}
 		metrics, err := c.remoteMetrics(ctx, group)
 		if err != nil {
 			if ctx.Err() != nil {
@@ -184,7 +184,7 @@ func (c *collector) aggregate(ctx context.Context, rows []map[string]any) (json.
 			if c.opts.Progress != nil {
 				fmt.Fprintf(c.opts.Progress, "aggregate_metrics: %v; computing them here\n", err)
 			}
-			metrics = Aggregate(group, c.opts.NumRepeats)
+			metrics = Aggregate(group)
 		}
 		for k, v := range metrics {
 			entry[k] = v
@@ -220,14 +220,15 @@ func (c *collector) remoteMetrics(ctx context.Context, rows []map[string]any) (m
 	return out, nil
 }
 
-// Aggregate computes what Gym's /aggregate_metrics answers, from rows
-// already stripped for metrics: for every numeric or boolean top-level
-// field (bar the _ng_ indices) and every number of response.usage, the
+// Aggregate computes what Gym's compute_aggregate_metrics answers, from
+// rows already stripped for metrics: for every numeric or boolean top-level
+// field (bar the two indices) and every number of response.usage, the
 // mean, max, min, median and std (n-1; 0 for one value), over all rows
 // (agent_metrics, with the mean/ ones again as key_metrics) and per
-// _ng_task_index (group_level_metrics). agent_metrics also gets the
-// pass@k figures mini-swe-agent adds.
-func Aggregate(rows []map[string]any, expected int) map[string]any {
+// _ng_task_index (group_level_metrics, each with its rollouts' numbers in
+// rollout_infos). agent_metrics also gets the pass@k figures Gym's
+// mini_swe_agent_2 adds.
+func Aggregate(rows []map[string]any) map[string]any {
 	agent := stats(rows)
 	key := map[string]any{}
 	for k, v := range agent {
@@ -250,12 +251,13 @@ func Aggregate(rows []map[string]any, expected int) map[string]any {
 		for k, v := range stats(g) {
 			m[k] = v
 		}
-		m["sample"] = map[string]any{"agent_ref": g[0]["agent_ref"]}
+		// Gym profiles the rows it was sent against themselves: the sample
+		// is its placeholder row and every expected rollout is there.
+		m["sample"] = map[string]any{"agent_ref": map[string]any{"name": "agent"}}
 		m["num_rollouts"] = len(g)
-		exp := max(expected, len(g))
-		m["expected_num_rollouts"] = exp
-		m["missing_num_rollouts"] = exp - len(g)
-		m["reward_profile_completion_pct"] = 100 * float64(len(g)) / float64(exp)
+		m["expected_num_rollouts"] = len(g)
+		m["missing_num_rollouts"] = 0
+		m["reward_profile_completion_pct"] = 100.0
 		var infos []any
 		any1, sum := false, 0.0
 		for _, row := range g {
@@ -266,12 +268,26 @@ func Aggregate(rows []map[string]any, expected int) map[string]any {
 			}
 			ti, _ := number(row["_ng_task_index"])
 			ri, _ := number(row["_ng_rollout_index"])
-			info := map[string]any{"rollout_id": fmt.Sprintf("%d:%d", int(ti), int(ri)), "_ng_task_index": int(ti), "_ng_rollout_index": int(ri), "reward": r}
+			info := map[string]any{"rollout_id": fmt.Sprintf("%d:%d", int(ti), int(ri)), "_ng_task_index": int(ti), "_ng_rollout_index": int(ri)}
+			if _, ok := row["reward"]; ok {
+				info["reward"] = r
+			}
 			for k, v := range usage(row) {
 				info[k] = v
 			}
+			for k, v := range row {
+				if k == "_ng_task_index" || k == "_ng_rollout_index" || k == "reward" || k == "response" {
+					continue
+				}
+				if f, ok := number(v); ok {
+					info[k] = f
+				}
+			}
 			infos = append(infos, info)
 		}
+		sort.SliceStable(infos, func(i, j int) bool {
+			return infos[i].(map[string]any)["_ng_rollout_index"].(int) < infos[j].(map[string]any)["_ng_rollout_index"].(int)
+		})
 		m["rollout_infos"] = infos
 		if any1 {
 			resolvedTasks++
@@ -308,7 +324,7 @@ func stats(rows []map[string]any) map[string]any {
 	vals := map[string][]float64{}
 	for _, row := range rows {
 		for k, v := range row {
-			if strings.HasPrefix(k, "_ng_") {
+			if k == "_ng_task_index" || k == "_ng_rollout_index" {
 				continue
 			}
 			if f, ok := number(v); ok {
