@@ -65,6 +65,9 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (Response, err
 			return err
 		}
 		out, err = c.response(&cc, req)
+		if err == nil && c.tokenIDs {
+			err = c.readTokenIDs(ctx, &out.Message, &cc, body)
+		}
 		return err
 	})
 	out.Duration = time.Since(start)
@@ -278,12 +281,6 @@ func (c *openAIClient) response(cc *oaCompletion, req Request) (Response, error)
 		if s, ok := jsonString(raw); ok && s != "" {
 			msg.Reasoning = s
 			break
-		}
-	}
-	if c.tokenIDs {
-		if err := readTokenIDs(&msg, cc); err != nil {
-			// A broken reply is not retried: the server sent it knowingly.
-			return Response{}, permanent{fmt.Errorf("token ids: %w", err)}
 		}
 	}
 	resp := Response{Message: msg, FinishReason: ch.FinishReason}

@@ -2,6 +2,7 @@ package llm
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,91 +12,158 @@ import (
 	"strings"
 )
 
-// readTokenIDs fills msg's token fields from a chat.completion. NeMo RL's
-// vLLM server puts prompt_token_ids, generation_token_ids and
-// generation_log_probs on the message; plain vLLM sends the prompt's ids at
-// the top level (return_token_ids), the reply's as choices[0].token_ids or
-// as logprobs.content[].token of the form "token_id:N"
-// (return_tokens_as_token_ids), with one logprob each. A reply without
-// token ids leaves msg as it is; one whose fields disagree, or with a
-// log-prob that is not a number, is an error.
-func readTokenIDs(msg *Message, cc *oaCompletion) error {
+// readTokenIDs fills msg's token fields from a chat.completion, taking them
+// from the first of these sources that has them, as NeMo Gym's vLLM model
+// server does:
+//
+//  1. prompt_token_ids, generation_token_ids and generation_log_probs on
+//     the message (NeMo RL's vLLM server);
+//  2. vLLM's top-level prompt_token_ids and choices[0].token_ids
+//     (return_token_ids), with the log-probs of logprobs.content;
+//  3. logprobs.content alone, whose tokens read "token_id:N"
+//     (return_tokens_as_token_ids), with the prompt's ids from the server's
+//     /tokenize (older vLLM).
+//
+// Sources present together must agree. A reply without token ids, with a
+// source only partly there, or with a log-prob that is not a number is an
+// error that is not retried: asking again would not change it, and a
+// rollout without ids cannot be trained on.
+func (c *openAIClient) readTokenIDs(ctx context.Context, msg *Message, cc *oaCompletion, reqBody []byte) error {
+	err := c.tokenIDsFrom(ctx, msg, cc, reqBody)
+	var tok errTokenize
+	if err != nil && !errors.As(err, &tok) {
+		err = permanent{fmt.Errorf("token ids: %w", err)}
+	}
+	return err
+}
+
+// errTokenize marks a /tokenize failure, which is retried like any call.
+type errTokenize struct{ err error }
+
+func (e errTokenize) Error() string { return "token ids: /tokenize: " + e.err.Error() }
+func (e errTokenize) Unwrap() error { return e.err }
+
+func (c *openAIClient) tokenIDsFrom(ctx context.Context, msg *Message, cc *oaCompletion, reqBody []byte) error {
 	ch := &cc.Choices[0]
 	m := &ch.Message
-	prompt, gen := m.PromptTokenIDs, m.GenerationTokenIDs
-	var logProbs []float64
-	for i, raw := range m.GenerationLogProbs {
-		lp, err := logProb(raw)
+
+	// Source 2's ids, checked against the others when present.
+	respPrompt, respGen := cc.PromptTokenIDs, ch.TokenIDs
+	if (respPrompt == nil) != (respGen == nil) {
+		if respPrompt == nil {
+			return errors.New("reply has choices[0].token_ids but no prompt_token_ids")
+		}
+		return errors.New("reply has prompt_token_ids but no choices[0].token_ids")
+	}
+
+	// Source 1.
+	if m.PromptTokenIDs != nil || m.GenerationTokenIDs != nil || m.GenerationLogProbs != nil {
+		switch {
+		case m.PromptTokenIDs == nil:
+			return errors.New("message has generation ids but no prompt_token_ids")
+		case m.GenerationTokenIDs == nil:
+			return errors.New("message has no generation_token_ids")
+		case m.GenerationLogProbs == nil:
+			return errors.New("message has no generation_log_probs")
+		}
+		logProbs, err := logProbs(len(m.GenerationLogProbs), func(i int) json.RawMessage { return m.GenerationLogProbs[i] }, "generation_log_probs[%d]")
 		if err != nil {
-			return fmt.Errorf("generation_log_probs[%d]: %w", i, err)
+			return err
 		}
-		logProbs = append(logProbs, lp)
-	}
-	if len(gen) == 0 {
-		if ch.Logprobs != nil && len(ch.Logprobs.Content) > 0 {
-			logProbs = logProbs[:0]
-			for i, c := range ch.Logprobs.Content {
-				lp, err := logProb(c.Logprob)
-				if err != nil {
-					return fmt.Errorf("logprobs.content[%d].logprob: %w", i, err)
-				}
-				logProbs = append(logProbs, lp)
-				id, ok := strings.CutPrefix(c.Token, "token_id:")
-				if n, err := strconv.Atoi(id); ok && err == nil {
-					gen = append(gen, n)
-				} else if len(ch.TokenIDs) == 0 {
-					return fmt.Errorf("logprobs.content[%d].token %q is not token_id:N (was return_tokens_as_token_ids honoured?)", i, c.Token)
-				}
-			}
-			if len(ch.TokenIDs) > 0 {
-				gen = ch.TokenIDs
-			}
-		} else {
-			gen = ch.TokenIDs
+		if len(logProbs) != len(m.GenerationTokenIDs) {
+			return fmt.Errorf("%d log-probs for %d generation ids", len(logProbs), len(m.GenerationTokenIDs))
 		}
-	}
-	if len(prompt) == 0 {
-		prompt = ch.PromptTokenIDs
-	}
-	if len(prompt) == 0 {
-		prompt = cc.PromptTokenIDs
-	}
-	if len(gen) == 0 && len(prompt) == 0 && len(logProbs) == 0 {
+		if respPrompt != nil && (!slices.Equal(respPrompt, m.PromptTokenIDs) || !slices.Equal(respGen, m.GenerationTokenIDs)) {
+			return errors.New("the message's token ids disagree with the reply's prompt_token_ids / token_ids")
+		}
+		msg.PromptTokenIDs, msg.GenerationTokenIDs, msg.GenerationLogProbs = m.PromptTokenIDs, m.GenerationTokenIDs, logProbs
 		return nil
 	}
-	switch {
-	case len(gen) == 0:
-		return errors.New("reply has prompt ids or log-probs but no generation ids")
-	case len(prompt) == 0:
-		return errors.New("reply has generation ids but no prompt ids (the server needs return_token_ids or NeMo RL's fields)")
-	case len(logProbs) != len(gen):
-		return fmt.Errorf("%d log-probs for %d generation ids", len(logProbs), len(gen))
+
+	// Sources 2 and 3 need logprobs.content.
+	if ch.Logprobs == nil || ch.Logprobs.Content == nil {
+		return errors.New("reply has no token ids and no logprobs (is this a vLLM server? it needs logprobs, top_logprobs 0, return_tokens_as_token_ids)")
 	}
-	msg.PromptTokenIDs = slices.Clone(prompt)
-	msg.GenerationTokenIDs = slices.Clone(gen)
-	msg.GenerationLogProbs = logProbs
+	content := ch.Logprobs.Content
+	gen := make([]int, len(content))
+	for i, e := range content {
+		id, ok := strings.CutPrefix(e.Token, "token_id:")
+		n, err := strconv.Atoi(id)
+		if !ok || err != nil {
+			return fmt.Errorf("logprobs.content[%d].token %q is not token_id:N (was return_tokens_as_token_ids honoured?)", i, e.Token)
+		}
+		gen[i] = n
+	}
+	logProbs, err := logProbs(len(content), func(i int) json.RawMessage { return content[i].Logprob }, "logprobs.content[%d].logprob")
+	if err != nil {
+		return err
+	}
+	prompt := respPrompt
+	if respPrompt != nil {
+		if !slices.Equal(respGen, gen) {
+			return errors.New("choices[0].token_ids disagree with the ids of logprobs.content")
+		}
+	} else {
+		prompt, err = c.tokenize(ctx, reqBody)
+		if err != nil {
+			return errTokenize{err}
+		}
+	}
+	msg.PromptTokenIDs, msg.GenerationTokenIDs, msg.GenerationLogProbs = prompt, gen, logProbs
 	return nil
 }
 
-// logProb reads one log-prob: a number. null, "NaN" and the like (how
-// Python servers write a NaN) are errors.
-func logProb(raw json.RawMessage) (float64, error) {
-	raw = bytes.TrimSpace(raw)
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || len(raw) == 0 || string(raw) == "null" {
-		return 0, fmt.Errorf("log-prob %s is not a number", orNothing(raw))
+// logProbs reads n log-probs, each a number: null, "NaN" and the like (how
+// Python servers write a NaN) are errors. field is a format naming log-prob
+// i.
+func logProbs(n int, at func(int) json.RawMessage, field string) ([]float64, error) {
+	out := make([]float64, n)
+	for i := range n {
+		raw := bytes.TrimSpace(at(i))
+		var f float64
+		if err := json.Unmarshal(raw, &f); err != nil || len(raw) == 0 || string(raw) == "null" {
+			if len(raw) == 0 {
+				raw = []byte("(missing)")
+			}
+			return nil, fmt.Errorf(field+": log-prob %s is not a number", i, raw)
+		}
+		if math.IsNaN(f) {
+			return nil, fmt.Errorf(field+": log-prob is NaN", i)
+		}
+		out[i] = f
 	}
-	if math.IsNaN(f) {
-		return 0, errors.New("log-prob is NaN")
-	}
-	return f, nil
+	return out, nil
 }
 
-func orNothing(raw []byte) string {
-	if len(raw) == 0 {
-		return "(missing)"
+// tokenize asks vLLM's /tokenize (beside /v1) for the ids of the request's
+// prompt, sending the fields that shape it, as NeMo Gym does.
+func (c *openAIClient) tokenize(ctx context.Context, reqBody []byte) ([]int, error) {
+	var req map[string]json.RawMessage
+	if err := json.Unmarshal(reqBody, &req); err != nil {
+		return nil, err
 	}
-	return string(raw)
+	body := map[string]json.RawMessage{}
+	for _, k := range []string{"model", "messages", "tools", "chat_template_kwargs", "mm_processor_kwargs", "required_prefix_token_ids"} {
+		if v, ok := req[k]; ok {
+			body[k] = v
+		}
+	}
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	p := c.post
+	p.url = strings.TrimSuffix(strings.TrimRight(c.ep.BaseURL, "/"), "/v1") + "/tokenize"
+	var ans struct {
+		Tokens []int `json:"tokens"`
+	}
+	if err := p.post(ctx, b, &ans); err != nil {
+		return nil, err
+	}
+	if ans.Tokens == nil {
+		return nil, errors.New("answer has no tokens")
+	}
+	return ans.Tokens, nil
 }
 
 // CheckTokenIDs checks the token ids of a conversation the way NeMo RL

@@ -2,8 +2,12 @@ package llm_test
 
 import (
 	"encoding/json"
-	"math"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +52,7 @@ func toolTurns() []llmtest.Turn {
 }
 
 func TestTokenIDsContiguousAcrossTurns(t *testing.T) {
-	for _, style := range []string{llmtest.StyleNeMoRL, llmtest.StyleVLLM} {
+	for _, style := range []string{llmtest.StyleNeMoRL, llmtest.StyleVLLM, llmtest.StyleVLLMTokenize} {
 		t.Run(style, func(t *testing.T) {
 			srv := llmtest.NewVLLMServer(t, style, toolTurns()...)
 			msgs := converse(t, tokenClient(t, srv, true))
@@ -72,6 +76,13 @@ func TestTokenIDsContiguousAcrossTurns(t *testing.T) {
 			}
 			if n != 3 {
 				t.Fatalf("%d assistant messages", n)
+			}
+			wantTok := 0
+			if style == llmtest.StyleVLLMTokenize {
+				wantTok = 3
+			}
+			if got := srv.Tokenizes(); got != wantTok {
+				t.Errorf("%d /tokenize calls, want %d", got, wantTok)
 			}
 			// Every request asked for the ids, and from the second on sent
 			// the earlier replies back with theirs.
@@ -136,6 +147,10 @@ func TestTokenIDsBadReplies(t *testing.T) {
 	reply := func(msgExtra, choiceExtra string) llmtest.Turn {
 		return llmtest.Turn{Body: json.RawMessage(`{"id":"c","object":"chat.completion","model":"policy","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"` + msgExtra + `}` + choiceExtra + `}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`)}
 	}
+	// A reply with vLLM's top-level prompt_token_ids [1,2,3].
+	replyTop := func(choiceExtra string, msgExtra ...string) llmtest.Turn {
+		return llmtest.Turn{Body: json.RawMessage(`{"id":"c","object":"chat.completion","model":"policy","prompt_token_ids":[1,2,3],"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"` + strings.Join(msgExtra, "") + `}` + choiceExtra + `}]}`)}
+	}
 	for _, tc := range []struct {
 		name string
 		turn llmtest.Turn
@@ -143,10 +158,14 @@ func TestTokenIDsBadReplies(t *testing.T) {
 	}{
 		{"null log-prob", reply(`,"prompt_token_ids":[1,2,3],"generation_token_ids":[4,5],"generation_log_probs":[-0.1,null]`, ""), "generation_log_probs[1]"},
 		{"NaN string", reply(`,"prompt_token_ids":[1,2,3],"generation_token_ids":[4,5],"generation_log_probs":["NaN",-0.1]`, ""), "generation_log_probs[0]"},
-		{"NaN in logprobs content", reply("", `,"token_ids":[4],"logprobs":{"content":[{"token":"token_id:4","logprob":null}]}`), "logprobs.content[0]"},
+		{"NaN in logprobs content", replyTop(`,"token_ids":[4],"logprobs":{"content":[{"token":"token_id:4","logprob":null}]}`), "logprobs.content[0]"},
 		{"count mismatch", reply(`,"prompt_token_ids":[1,2,3],"generation_token_ids":[4,5],"generation_log_probs":[-0.1]`, ""), "1 log-probs for 2 generation ids"},
-		{"no prompt ids", reply("", `,"logprobs":{"content":[{"token":"token_id:4","logprob":-0.5}]}`), "no prompt ids"},
+		{"message bundle partial", reply(`,"generation_token_ids":[4,5],"generation_log_probs":[-0.1,-0.2]`, ""), "no prompt_token_ids"},
+		{"top-level ids partial", reply("", `,"token_ids":[4],"logprobs":{"content":[{"token":"token_id:4","logprob":-0.5}]}`), "no prompt_token_ids"},
+		{"token_ids disagree", replyTop(`,"token_ids":[5],"logprobs":{"content":[{"token":"token_id:4","logprob":-0.5}]}`), "disagree"},
+		{"bundle disagrees", replyTop(`,"token_ids":[4]`, `,"prompt_token_ids":[1,2],"generation_token_ids":[4],"generation_log_probs":[-0.1]`), "disagree"},
 		{"text tokens", reply("", `,"logprobs":{"content":[{"token":"hi","logprob":-0.5}]}`), "not token_id:N"},
+		{"no ids at all", reply("", ""), "no token ids and no logprobs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := llmtest.NewOpenAIServer(t, tc.turn)
@@ -159,45 +178,42 @@ func TestTokenIDsBadReplies(t *testing.T) {
 			}
 		})
 	}
-	// A reply without any ids (a server that ignores the fields) is fine.
-	srv := llmtest.NewOpenAIServer(t, llmtest.Turn{Content: "hi"})
-	resp, err := tokenClient(t, srv, true).Complete(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
-	if err != nil || resp.Message.HasTokenIDs() {
-		t.Fatalf("resp %+v, err %v", resp.Message, err)
-	}
 }
 
-func TestCheckTokenIDs(t *testing.T) {
-	a := func(prompt, gen []int, lp ...float64) llm.Message {
-		if lp == nil {
-			for range gen {
-				lp = append(lp, -0.5)
+// A /tokenize that fails is retried with the call, like any server error.
+func TestTokenizeRetried(t *testing.T) {
+	var chats, tokenizes atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/chat/completions":
+			chats.Add(1)
+			io.WriteString(w, `{"id":"c","object":"chat.completion","model":"policy","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":"hi"},"logprobs":{"content":[{"token":"token_id:7","logprob":-0.5}]}}]}`)
+		case "/tokenize":
+			if tokenizes.Add(1) == 1 {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				io.WriteString(w, `{"error":{"message":"busy"}}`)
+				return
 			}
+			io.WriteString(w, `{"count":3,"max_model_len":100,"tokens":[1,2,3]}`)
+		default:
+			t.Errorf("unexpected %s", r.URL.Path)
+			http.NotFound(w, r)
 		}
-		return llm.Message{Role: llm.RoleAssistant, PromptTokenIDs: prompt, GenerationTokenIDs: gen, GenerationLogProbs: lp}
+	}))
+	defer srv.Close()
+	c, err := llm.New("hosted_vllm/policy", llm.Options{BaseURL: srv.URL + "/v1", APIKey: "dummy", TokenIDs: true, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, MaxRetries: 2, Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
 	}
-	user := llm.Message{Role: llm.RoleUser, Content: "x"}
-	for _, tc := range []struct {
-		name string
-		msgs []llm.Message
-		want string // "" = valid
-	}{
-		{"contiguous", []llm.Message{user, a([]int{1, 2}, []int{3}), user, a([]int{1, 2, 3, 4}, []int{5, 6})}, ""},
-		{"skips messages without ids", []llm.Message{a([]int{1}, []int{2}), {Role: llm.RoleAssistant, Content: "x"}, a([]int{1, 2, 9}, []int{3})}, ""},
-		{"prefix changed", []llm.Message{a([]int{1, 2}, []int{3}), a([]int{1, 7, 3, 4}, []int{5})}, "first difference at 1"},
-		{"prompt shorter", []llm.Message{a([]int{1, 2}, []int{3}), a([]int{1, 2}, []int{5})}, "do not start with the 3 tokens"},
-		{"NaN", []llm.Message{a([]int{1}, []int{2}, math.NaN())}, "is NaN"},
-		{"count", []llm.Message{a([]int{1}, []int{2, 3}, -1)}, "1 log-probs for 2"},
-		{"none", []llm.Message{user, {Role: llm.RoleAssistant, Content: "x"}}, "no assistant message"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := llm.CheckTokenIDs(tc.msgs)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Fatal(err)
-			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("err %v, want %q", err, tc.want)
-			}
-		})
+	resp, err := c.Complete(t.Context(), llm.Request{Messages: []llm.Message{{Role: llm.RoleUser, Content: "hi"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := resp.Message
+	if !slices.Equal(m.PromptTokenIDs, []int{1, 2, 3}) || !slices.Equal(m.GenerationTokenIDs, []int{7}) || !slices.Equal(m.GenerationLogProbs, []float64{-0.5}) {
+		t.Errorf("ids %v %v %v", m.PromptTokenIDs, m.GenerationTokenIDs, m.GenerationLogProbs)
+	}
+	if chats.Load() != 2 || tokenizes.Load() != 2 || resp.Retries != 1 {
+		t.Errorf("%d chat calls, %d tokenize calls, %d retries; want 2, 2, 1", chats.Load(), tokenizes.Load(), resp.Retries)
 	}
 }

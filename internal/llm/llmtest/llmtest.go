@@ -186,6 +186,7 @@ type Server struct {
 	// tokenStyle, when set, makes the server a vLLM policy server
 	// (NewVLLMServer).
 	tokenStyle string
+	tokenizes  int
 }
 
 // NewOpenAIServer starts a server answering POST /chat/completions in the
@@ -265,6 +266,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Provider: s.provider, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Turn: -1}
 
+	if s.tokenStyle != "" && r.Method == http.MethodPost && r.URL.Path == "/tokenize" {
+		s.serveTokenize(w, body)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != s.path() {
 		s.t.Errorf("llmtest: %s server got %s %s, want POST %s", s.provider, r.Method, r.URL.Path, s.path())
 		rec.Status, rec.Response = http.StatusNotFound, s.errorBody(&Error{Type: "invalid_request_error", Message: "Unknown request URL: " + r.Method + " " + r.URL.Path})

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 	"testing"
 
@@ -20,11 +21,17 @@ const (
 	// the top level, the reply's as choices[0].token_ids, and
 	// logprobs.content[] entries whose token reads "token_id:N".
 	StyleVLLM = "vllm"
+	// StyleVLLMTokenize answers as an older vLLM does: only the
+	// logprobs.content entries; the client gets the prompt's ids from the
+	// server's /tokenize, which this style serves.
+	StyleVLLMTokenize = "vllm_tokenize"
 )
 
 // NewVLLMServer starts an OpenAI-compatible server that also returns token
 // ids and log-probs the way a vLLM policy server does, in the given style,
 // when the request asks for them (logprobs and return_tokens_as_token_ids).
+// In StyleVLLMTokenize it also answers POST /tokenize (Tokenizes counts the
+// calls).
 //
 // It tokenises deterministically (one token per byte of a chat template,
 // plus role and end-of-message tokens) and, like NeMo RL's server, takes
@@ -36,7 +43,7 @@ const (
 // that breaks this fails the test and gets a 500.
 func NewVLLMServer(t testing.TB, style string, script ...Turn) *Server {
 	t.Helper()
-	if style != StyleNeMoRL && style != StyleVLLM {
+	if style != StyleNeMoRL && style != StyleVLLM && style != StyleVLLMTokenize {
 		t.Fatalf("llmtest: unknown token style %q", style)
 	}
 	s := newServer(t, OpenAI, script)
@@ -159,9 +166,11 @@ func (s *Server) tokenReply(out []byte, reqBody []byte) ([]byte, error) {
 	case StyleNeMoRL:
 		msg := choice["message"].(map[string]any)
 		msg["prompt_token_ids"], msg["generation_token_ids"], msg["generation_log_probs"] = prompt, gen, logProbs
-	case StyleVLLM:
-		cc["prompt_token_ids"] = prompt
-		choice["token_ids"] = gen
+	case StyleVLLM, StyleVLLMTokenize:
+		if s.tokenStyle == StyleVLLM {
+			cc["prompt_token_ids"] = prompt
+			choice["token_ids"] = gen
+		}
 		content := make([]map[string]any, len(gen))
 		for i, id := range gen {
 			content[i] = map[string]any{"token": fmt.Sprintf("token_id:%d", id), "logprob": logProbs[i], "bytes": nil, "top_logprobs": []any{}}
@@ -169,4 +178,33 @@ func (s *Server) tokenReply(out []byte, reqBody []byte) ([]byte, error) {
 		choice["logprobs"] = map[string]any{"content": content}
 	}
 	return json.MarshalIndent(cc, "", "  ")
+}
+
+// serveTokenize answers POST /tokenize as vLLM does: the ids of the
+// request's messages under the chat template, with the generation prompt.
+func (s *Server) serveTokenize(w http.ResponseWriter, body []byte) {
+	s.mu.Lock()
+	s.tokenizes++
+	s.mu.Unlock()
+	chat, err := decodeOpenAIRequest(body)
+	if err != nil || len(chat.Messages) == 0 {
+		s.t.Errorf("llmtest: /tokenize: bad request %s: %v", body, err)
+		s.write(w, http.StatusBadRequest, nil, openAIError(&Error{Type: "BadRequestError", Message: "bad request"}))
+		return
+	}
+	var ids []int
+	for _, m := range chat.Messages {
+		ids = append(ids, roleToken(m.Role))
+		ids = append(ids, messageBody(m)...)
+	}
+	ids = append(ids, tokAssistant)
+	out, _ := json.Marshal(map[string]any{"count": len(ids), "max_model_len": 32768, "tokens": ids, "token_strs": nil})
+	s.write(w, http.StatusOK, nil, out)
+}
+
+// Tokenizes is how many /tokenize requests the server answered.
+func (s *Server) Tokenizes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokenizes
 }
