@@ -14,10 +14,16 @@ import (
 // message of the trajectory carries token ids, contiguous across turns as
 // NeMo RL asserts.
 func TestEpisodeTokenIDsContiguous(t *testing.T) {
+	for _, style := range []string{llmtest.StyleNeMoRL, llmtest.StyleVLLM, llmtest.StyleVLLMTokenize} {
+		t.Run(style, func(t *testing.T) { episodeTokenIDs(t, style) })
+	}
+}
+
+func episodeTokenIDs(t *testing.T, style string) {
 	call := func(name, args string) llmtest.Turn {
 		return llmtest.Turn{Content: "Next step.", ToolCalls: []llmtest.ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
 	}
-	srv := llmtest.NewVLLMServer(t, llmtest.StyleNeMoRL,
+	srv := llmtest.NewVLLMServer(t, style,
 		call("execute_bash", `{"cmd":"grep -n 'return ordered' calc.py"}`),
 		call("execute_bash", `{"cmd":"ls"}`),
 		call("execute_bash", `{"cmd":"git status --short"}`),
