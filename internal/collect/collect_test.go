@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -555,4 +556,66 @@ func TestRetryCarriesAttemptIndexAndKeepsGivenTaskIndex(t *testing.T) {
 	if len(rows) != 1 || rows[0]["_ng_attempt_index"] != 1.0 || rows[0]["_ng_task_index"] != 40.0 {
 		t.Errorf("rows %v", rows)
 	}
+}
+
+func TestConcurrencyBounded(t *testing.T) {
+	var in, peak atomic.Int32
+	srv := newFake(t, func(n int, row map[string]any) (int, map[string]string, any) {
+		cur := in.Add(1)
+		defer in.Add(-1)
+		for {
+			p := peak.Load()
+			if cur <= p || peak.CompareAndSwap(p, cur) {
+				break
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+		return 200, nil, nil
+	})
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, `{"instance_id":"t`+string(rune('a'+i%26))+string(rune('a'+i/26))+`","responses_create_params":{"input":[]}}`)
+	}
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	res, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: writeInput(t, lines...), Output: out, NumRepeats: 2, Concurrency: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Finished != 80 {
+		t.Fatalf("result %+v", res)
+	}
+	if p := peak.Load(); p > 5 || p < 2 {
+		t.Errorf("peak %d requests in flight, want 2..5", p)
+	}
+	if n := len(readJSONL(t, out)); n != 80 {
+		t.Errorf("%d rows", n)
+	}
+}
+
+// BenchmarkCollect: rollouts per second through collect against an
+// instant loopback /run (the collector's own overhead: post, fsync'd write).
+func BenchmarkCollect(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var row map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&row)
+		row["reward"] = 1.0
+		_ = json.NewEncoder(w).Encode(row)
+	}))
+	defer srv.Close()
+	dir := b.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	var sb strings.Builder
+	for i := range 1000 {
+		sb.WriteString(`{"instance_id":"t` + strings.Repeat("x", i%7) + `","n":` + strconv.Itoa(i) + `,"responses_create_params":{"input":[]}}` + "\n")
+	}
+	os.WriteFile(in, []byte(sb.String()), 0o644)
+	b.ResetTimer()
+	for i := range b.N {
+		out := filepath.Join(dir, "out"+strconv.Itoa(i)+".jsonl")
+		res, err := collect.Run(context.Background(), collect.Options{Server: srv.URL, Input: in, Output: out, Concurrency: 64})
+		if err != nil || res.Finished != 1000 {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "rollouts/s")
 }
