@@ -339,23 +339,43 @@ func openAppend(path string) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("collect: %w", err)
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	if err := cutTornLine(f); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("collect: read %s: %w", path, err)
-	}
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		keep := int64(bytes.LastIndexByte(data, '\n') + 1)
-		if err := f.Truncate(keep); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("collect: truncate %s: %w", path, err)
-		}
+		return nil, fmt.Errorf("collect: %s: %w", path, err)
 	}
 	if _, err := f.Seek(0, io.SeekEnd); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("collect: %w", err)
 	}
 	return f, nil
+}
+
+// cutTornLine truncates f after its last newline when it does not end
+// with one, reading backwards from the end.
+func cutTornLine(f *os.File) error {
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	end := st.Size()
+	buf := make([]byte, 64<<10)
+	for pos := end; pos > 0; {
+		n := min(int64(len(buf)), pos)
+		pos -= n
+		if _, err := f.ReadAt(buf[:n], pos); err != nil {
+			return err
+		}
+		if pos+n == end && buf[n-1] == '\n' {
+			return nil // the file ends with a whole line
+		}
+		if i := bytes.LastIndexByte(buf[:n], '\n'); i >= 0 {
+			return f.Truncate(pos + int64(i) + 1)
+		}
+	}
+	if end > 0 {
+		return f.Truncate(0)
+	}
+	return nil
 }
 
 // index reads the pair a written row belongs to.
@@ -454,7 +474,7 @@ func (c *collector) one(ctx context.Context, p pair) {
 		c.setErr(err)
 		return
 	}
-	row, err := c.post(ctx, "/run", body)
+	row, err := c.post(ctx, "/run", body, c.opts.MaxTransportRetries)
 	if ctx.Err() != nil {
 		return // interrupted: the pair stays to do
 	}
@@ -482,7 +502,7 @@ func (c *collector) one(ctx context.Context, p pair) {
 			row[k] = v
 		}
 	}
-	if raw, ok := row["_ng_no_persist"]; ok && string(raw) == "true" {
+	if truthy(row["_ng_no_persist"]) {
 		return
 	}
 	line, err := json.Marshal(row)
@@ -490,8 +510,7 @@ func (c *collector) one(ctx context.Context, p pair) {
 		c.setErr(err)
 		return
 	}
-	_, failed := row["_ng_failure_class"]
-	c.write(line, failed, p)
+	c.write(line, failed(row), p)
 }
 
 func (c *collector) setErr(err error) {
@@ -536,6 +555,22 @@ func (c *collector) write(line []byte, failed bool, p pair) {
 	}
 }
 
+// failed reports whether a row is a failure: _ng_failure_class is set and
+// not null.
+func failed(row map[string]json.RawMessage) bool {
+	raw, ok := row["_ng_failure_class"]
+	return ok && string(bytes.TrimSpace(raw)) != "null"
+}
+
+// truthy is Python's bool() of a JSON value, as Gym reads _ng_no_persist.
+func truthy(raw json.RawMessage) bool {
+	switch string(bytes.TrimSpace(raw)) {
+	case "", "null", "false", "0", "0.0", `""`, "[]", "{}":
+		return false
+	}
+	return true
+}
+
 // httpError is a non-2xx answer.
 type httpError struct {
 	path   string
@@ -562,9 +597,8 @@ var errBadBody = errors.New("answer is not a JSON object")
 
 // post sends body to the server and decodes the JSON object it answers.
 // 429 and 503 are re-sent after Retry-After (or a growing backoff) until
-// ctx ends; a request that got no answer is re-sent MaxTransportRetries
-// times.
-func (c *collector) post(ctx context.Context, path string, body []byte) (map[string]json.RawMessage, error) {
+// ctx ends; a request that got no answer is re-sent maxLost times.
+func (c *collector) post(ctx context.Context, path string, body []byte, maxLost int) (map[string]json.RawMessage, error) {
 	busy, lost := 0, 0
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.opts.Server+path, bytes.NewReader(body))
@@ -582,7 +616,7 @@ func (c *collector) post(ctx context.Context, path string, body []byte) (map[str
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			if lost >= c.opts.MaxTransportRetries {
+			if lost >= maxLost {
 				return nil, err
 			}
 			wait = c.backoff(lost)

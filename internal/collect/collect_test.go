@@ -619,3 +619,38 @@ func BenchmarkCollect(b *testing.B) {
 	}
 	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "rollouts/s")
 }
+
+func TestNullFailureClassAndNoPersist(t *testing.T) {
+	srv := newFake(t, func(n int, row map[string]any) (int, map[string]string, any) {
+		if row["instance_id"] == "a" {
+			return 200, nil, map[string]any{"reward": 1, "_ng_failure_class": nil}
+		}
+		return 200, nil, map[string]any{"reward": 0, "_ng_no_persist": true}
+	})
+	in := writeInput(t, rowA, rowB)
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	for range 2 {
+		if _, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: in, Output: out}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows := readJSONL(t, out)
+	if len(rows) != 1 || rows[0]["_ng_task_index"] != 0.0 {
+		t.Errorf("output %v", rows)
+	}
+	if b, _ := os.ReadFile(collect.FailuresPath(out)); len(b) != 0 {
+		t.Errorf("failures %s", b)
+	}
+	// The row not persisted is sent again by the rerun; the finished one is not.
+	var a, b int
+	for _, r := range srv.requests() {
+		if r["instance_id"] == "a" {
+			a++
+		} else {
+			b++
+		}
+	}
+	if a != 1 || b != 2 {
+		t.Errorf("requests: a %d, b %d; want 1, 2", a, b)
+	}
+}

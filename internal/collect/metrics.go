@@ -203,8 +203,7 @@ func (c *collector) remoteMetrics(ctx context.Context, rows []map[string]any) (m
 	if err != nil {
 		return nil, err
 	}
-	c.opts.MaxTransportRetries = min(c.opts.MaxTransportRetries, 1)
-	ans, err := c.post(ctx, "/aggregate_metrics", body)
+	ans, err := c.post(ctx, "/aggregate_metrics", body, 1)
 	if err != nil {
 		return nil, err
 	}
