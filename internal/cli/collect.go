@@ -16,6 +16,7 @@ func init() { register(newCollectCmd) }
 func newCollectCmd() *cobra.Command {
 	var opts collect.Options
 	var quiet bool
+	resume := true
 	cmd := &cobra.Command{
 		Use:   "collect",
 		Short: "Collect rollouts from a rollout server (NeMo Gym's ng_collect_rollouts)",
@@ -30,7 +31,7 @@ first), <stem>_failures.jsonl (rows that came back with _ng_failure_class,
 or that got no answer) and <stem>_aggregate_metrics.json (from the server's
 /aggregate_metrics, or computed here when it has none).
 
-A rerun with the same files resumes: finished (row, repeat) pairs are
+A rerun with the same files resumes (--resume=false starts over): finished (row, repeat) pairs are
 skipped, failed ones are tried again up to 3 times unless the failure was
 terminal. A busy server (429/503) is waited for, honouring Retry-After.
 Ctrl-C stops at once; what finished is kept.
@@ -45,6 +46,7 @@ Instances, Average Turns) and the exit reasons over the whole output.`,
 			if opts.Token == "" {
 				opts.Token = os.Getenv("SWERVE_TOKEN")
 			}
+			opts.Fresh = !resume
 			if !quiet {
 				opts.Progress = cmd.ErrOrStderr()
 			}
@@ -60,6 +62,7 @@ Instances, Average Turns) and the exit reasons over the whole output.`,
 	f.IntVar(&opts.Limit, "limit", 0, "take only the first N rows (0: all)")
 	f.StringVar(&opts.Token, "token", "", "bearer token for the server (default $SWERVE_TOKEN)")
 	f.StringVarP(&opts.AgentName, "agent", "a", collect.DefaultAgentName, "agent_ref name for rows without one")
+	f.BoolVar(&resume, "resume", true, "skip pairs finished by earlier runs; --resume=false starts over (empties the output and failures files)")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no line per finished rollout")
 	_ = cmd.MarkFlagRequired("input")
 	_ = cmd.MarkFlagRequired("output")

@@ -55,6 +55,14 @@ func TestCollectCommand(t *testing.T) {
 	if err != nil || !strings.Contains(stdout, "6 rollouts: 0 finished now, 0 failed now, 6 done before") {
 		t.Errorf("rerun: %v\n%s", err, stdout)
 	}
+	// --resume=false starts over.
+	stdout, _, err = execTasksCLI(t, "collect", "--server", srv.URL, "--token", "tok", "--input", in, "--output", out, "--num_repeats", "3", "-q", "--resume=false")
+	if err != nil || !strings.Contains(stdout, "6 rollouts: 6 finished now, 0 failed now, 0 done before") {
+		t.Errorf("fresh rerun: %v\n%s", err, stdout)
+	}
+	if b, _ := os.ReadFile(out); strings.Count(string(b), "\n") != 6 {
+		t.Errorf("fresh rerun left %d rows", strings.Count(string(b), "\n"))
+	}
 	// A wrong token stops the run with the server's answer.
 	os.Remove(out)
 	_, _, err = execTasksCLI(t, "collect", "--server", srv.URL, "--token", "bad", "-i", in, "-o", out)

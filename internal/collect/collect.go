@@ -72,6 +72,9 @@ type Options struct {
 	// MaxBackoff caps the wait between retries of a busy or unreachable
 	// server (default one minute); Retry-After is honoured up to it.
 	MaxBackoff time.Duration
+	// Fresh starts over: the output and failures files are emptied first
+	// (Gym's collector without --resume). By default a run resumes.
+	Fresh bool
 	// MaxTransportRetries is how many times a request that got no answer
 	// (connection refused or reset) is re-sent before the pair is written
 	// as a failure (default 5). A 429 or 503 is re-sent until ctx ends.
@@ -150,6 +153,13 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	}
 	if err := writeMaterialized(MaterializedPath(opts.Output), pairs); err != nil {
 		return Result{}, err
+	}
+	if opts.Fresh {
+		for _, p := range []string{opts.Output, FailuresPath(opts.Output)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return Result{}, fmt.Errorf("collect: %w", err)
+			}
+		}
 	}
 	done, attempts, err := finishedPairs(opts.Output, FailuresPath(opts.Output))
 	if err != nil {
