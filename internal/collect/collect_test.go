@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -465,6 +466,22 @@ func TestRecordedGymRows(t *testing.T) {
 				}
 				if want /= 5; p.AverageTurns != want {
 					t.Errorf("average turns %v, want %v", p.AverageTurns, want)
+				}
+			}
+			// Every input field reaches the server unchanged.
+			byInstance := map[string]map[string]any{}
+			for _, r := range readJSONL(t, filepath.Join(dir, in)) {
+				byInstance[r["instance_id"].(string)] = r
+			}
+			for _, req := range srv.requests() {
+				orig, ok := byInstance[req["instance_id"].(string)]
+				if !ok {
+					continue // a request of the other subtest
+				}
+				for k, v := range orig {
+					if !reflect.DeepEqual(req[k], v) {
+						t.Errorf("%s: field %s changed on the way", orig["instance_id"], k)
+					}
 				}
 			}
 			for i, r := range readJSONL(t, out) {
