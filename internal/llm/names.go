@@ -74,6 +74,7 @@ type Options struct {
 	// return_tokens_as_token_ids, return_token_ids), keeps them on the
 	// assistant message and sends them back with it. For RL policy servers
 	// (vLLM, NeMo RL, NeMo Gym); off by default, real APIs reject the fields.
+	// Only the OpenAI-compatible client reads it; the others ignore it.
 	TokenIDs bool
 	// Scripted replies make New("oracle/...") return NewScripted(name,
 	// Scripted). Other names ignore it.
