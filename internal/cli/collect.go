@@ -83,7 +83,7 @@ func runCollect(ctx context.Context, cmd *cobra.Command, opts collect.Options) e
 	if _, err := res.Profile.WriteTo(out); err != nil {
 		return err
 	}
-	src := "computed locally (the server has no /aggregate_metrics)"
+	src := "computed here: the server has no /aggregate_metrics"
 	if res.Remote {
 		src = "from the server"
 	}

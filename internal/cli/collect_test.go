@@ -37,7 +37,7 @@ func TestCollectCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, s := range []string{"6 rollouts: 6 finished now", "Accuracy: 1.00", "Resolved: 6", "Total Instances: 6", "Average Turns: 0.0", "Exit reasons: submitted 6", "computed locally", "rollouts_aggregate_metrics.json"} {
+	for _, s := range []string{"6 rollouts: 6 finished now", "Accuracy: 1.00", "Resolved: 6", "Total Instances: 6", "Average Turns: 0.0", "Exit reasons: submitted 6", "computed here", "rollouts_aggregate_metrics.json"} {
 		if !strings.Contains(stdout, s) {
 			t.Errorf("stdout lacks %q:\n%s", s, stdout)
 		}
