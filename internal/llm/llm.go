@@ -29,7 +29,20 @@ type Message struct {
 	// returns one (reasoning_content, thinking blocks). It is kept in the
 	// trajectory but not sent back to the model.
 	Reasoning string `json:"reasoning_content,omitempty"`
+	// Token ids and log-probs of an assistant reply, set when the client
+	// asked for them (Options.TokenIDs) and the server sent them (vLLM,
+	// NeMo RL's and NeMo Gym's model servers): the ids of the whole prompt
+	// the reply was sampled from, the ids of the reply, and one log-prob
+	// per reply token. All three or none. The OpenAI client sends them back
+	// with the message, so the server can take them as the exact prefix of
+	// the next prompt; see CheckTokenIDs.
+	PromptTokenIDs     []int     `json:"prompt_token_ids,omitempty"`
+	GenerationTokenIDs []int     `json:"generation_token_ids,omitempty"`
+	GenerationLogProbs []float64 `json:"generation_log_probs,omitempty"`
 }
+
+// HasTokenIDs reports whether m carries token ids.
+func (m Message) HasTokenIDs() bool { return len(m.GenerationTokenIDs) > 0 }
 
 // ToolCall is one function call in an assistant message.
 type ToolCall struct {

@@ -69,6 +69,13 @@ type Options struct {
 	// ExtraBody fields are merged into every OpenAI-compatible request body
 	// (vendor fields such as top_k or chat_template_kwargs).
 	ExtraBody map[string]any
+	// TokenIDs asks an OpenAI-compatible server for the token ids and
+	// log-probs of each reply (logprobs, top_logprobs 0,
+	// return_tokens_as_token_ids, return_token_ids), keeps them on the
+	// assistant message and sends them back with it. For RL policy servers
+	// (vLLM, NeMo RL, NeMo Gym); off by default, real APIs reject the fields.
+	// Only the OpenAI-compatible client reads it; the others ignore it.
+	TokenIDs bool
 	// Scripted replies make New("oracle/...") return NewScripted(name,
 	// Scripted). Other names ignore it.
 	Scripted []Message

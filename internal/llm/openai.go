@@ -20,6 +20,8 @@ type openAIClient struct {
 	post  poster
 	pol   policy
 	extra map[string]any
+	// tokenIDs: ask for, keep and send back token ids (Options.TokenIDs).
+	tokenIDs bool
 }
 
 var _ Client = (*openAIClient)(nil)
@@ -42,8 +44,9 @@ func newOpenAI(ep Endpoint, o Options) *openAIClient {
 			url:      strings.TrimRight(ep.BaseURL, "/") + "/chat/completions",
 			headers:  headers,
 		},
-		pol:   o.policy(),
-		extra: o.ExtraBody,
+		pol:      o.policy(),
+		extra:    o.ExtraBody,
+		tokenIDs: o.TokenIDs,
 	}
 }
 
@@ -62,6 +65,9 @@ func (c *openAIClient) Complete(ctx context.Context, req Request) (Response, err
 			return err
 		}
 		out, err = c.response(&cc, req)
+		if err == nil && c.tokenIDs {
+			err = c.readTokenIDs(ctx, &out.Message, &cc, body)
+		}
 		return err
 	})
 	out.Duration = time.Since(start)
@@ -83,12 +89,22 @@ type (
 		MaxTokens           *int        `json:"max_tokens,omitempty"`
 		MaxCompletionTokens *int        `json:"max_completion_tokens,omitempty"`
 		Stop                []string    `json:"stop,omitempty"`
+		// Token-id capture (Options.TokenIDs), as NeMo Gym's vllm_model
+		// asks for it, plus vLLM's return_token_ids.
+		Logprobs               bool `json:"logprobs,omitempty"`
+		TopLogprobs            *int `json:"top_logprobs,omitempty"`
+		ReturnTokensAsTokenIDs bool `json:"return_tokens_as_token_ids,omitempty"`
+		ReturnTokenIDs         bool `json:"return_token_ids,omitempty"`
 	}
 	oaMessage struct {
 		Role       string       `json:"role"`
 		Content    *string      `json:"content,omitempty"`
 		ToolCallID string       `json:"tool_call_id,omitempty"`
 		ToolCalls  []oaToolCall `json:"tool_calls,omitempty"`
+		// Sent back on assistant messages when token ids are on.
+		PromptTokenIDs     []int     `json:"prompt_token_ids,omitempty"`
+		GenerationTokenIDs []int     `json:"generation_token_ids,omitempty"`
+		GenerationLogProbs []float64 `json:"generation_log_probs,omitempty"`
 	}
 	oaToolCall struct {
 		ID       string `json:"id"`
@@ -116,10 +132,26 @@ type oaCompletion struct {
 			ToolCalls        []oaToolCall    `json:"tool_calls"`
 			ReasoningContent json.RawMessage `json:"reasoning_content"`
 			Reasoning        json.RawMessage `json:"reasoning"`
+			// NeMo RL's vLLM server puts the token fields here.
+			PromptTokenIDs     []int             `json:"prompt_token_ids"`
+			GenerationTokenIDs []int             `json:"generation_token_ids"`
+			GenerationLogProbs []json.RawMessage `json:"generation_log_probs"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
+		// vLLM: the reply's ids (return_token_ids) and per-token log-probs
+		// whose tokens read "token_id:N" (return_tokens_as_token_ids).
+		TokenIDs []int `json:"token_ids"`
+		Logprobs *struct {
+			Content []struct {
+				Token   string          `json:"token"`
+				Logprob json.RawMessage `json:"logprob"`
+			} `json:"content"`
+		} `json:"logprobs"`
+		PromptTokenIDs []int `json:"prompt_token_ids"`
 	} `json:"choices"`
-	Usage *struct {
+	// vLLM: the prompt's ids (return_token_ids).
+	PromptTokenIDs []int `json:"prompt_token_ids"`
+	Usage          *struct {
 		PromptTokens     int64           `json:"prompt_tokens"`
 		CompletionTokens int64           `json:"completion_tokens"`
 		TotalTokens      int64           `json:"total_tokens"`
@@ -162,6 +194,17 @@ func (c *openAIClient) body(req Request) ([]byte, error) {
 	}
 	if len(req.Stop) > 0 {
 		p.Stop = req.Stop
+	}
+	if c.tokenIDs {
+		zero := 0
+		p.Logprobs, p.TopLogprobs, p.ReturnTokensAsTokenIDs, p.ReturnTokenIDs = true, &zero, true, true
+		for i, m := range req.Messages {
+			if m.Role == RoleAssistant && m.HasTokenIDs() {
+				p.Messages[i].PromptTokenIDs = m.PromptTokenIDs
+				p.Messages[i].GenerationTokenIDs = m.GenerationTokenIDs
+				p.Messages[i].GenerationLogProbs = m.GenerationLogProbs
+			}
+		}
 	}
 	return withExtra(p, c.extra)
 }

@@ -183,6 +183,10 @@ type Server struct {
 	next     int
 	count    int // requests served, for made-up ids
 	reqs     []Request
+	// tokenStyle, when set, makes the server a vLLM policy server
+	// (NewVLLMServer).
+	tokenStyle string
+	tokenizes  int
 }
 
 // NewOpenAIServer starts a server answering POST /chat/completions in the
@@ -262,6 +266,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	rec := Request{Provider: s.provider, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Turn: -1}
 
+	if s.tokenStyle != "" && r.Method == http.MethodPost && r.URL.Path == "/tokenize" {
+		s.serveTokenize(w, body)
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != s.path() {
 		s.t.Errorf("llmtest: %s server got %s %s, want POST %s", s.provider, r.Method, r.URL.Path, s.path())
 		rec.Status, rec.Response = http.StatusNotFound, s.errorBody(&Error{Type: "invalid_request_error", Message: "Unknown request URL: " + r.Method + " " + r.URL.Path})
@@ -428,7 +436,11 @@ func (s *Server) reply(turn Turn, n int, reqBody []byte) ([]byte, error) {
 	if s.provider == Anthropic {
 		return anthropicMessage(turn, n, req.Model, usage)
 	}
-	return openAICompletion(turn, n, req.Model, usage)
+	out, err := openAICompletion(turn, n, req.Model, usage)
+	if err != nil || s.tokenStyle == "" {
+		return out, err
+	}
+	return s.tokenReply(out, reqBody)
 }
 
 // callID makes a stable, realistic-looking id for call i of the reply to
