@@ -31,6 +31,14 @@ type agentFlags struct {
 	TopP         float64
 	MaxOutTokens int
 	FormatErrors int
+	ArgsPath     string
+
+	// override and overrideHash are what --args_path sets (see setup).
+	override     *agent.Override
+	overrideHash string
+	// llmRetries and llmTimeout come from its other_args.
+	llmRetries int
+	llmTimeout time.Duration
 }
 
 func (f *agentFlags) register(fs *pflag.FlagSet) {
@@ -49,6 +57,7 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.TopP, "top_p", 1, "nucleus sampling")
 	fs.IntVar(&f.MaxOutTokens, "max_output_tokens", 0, "cap on one reply's tokens (0: the provider's default)")
 	fs.IntVar(&f.FormatErrors, "max_format_errors", agent.DefaultMaxFormatErrors, "end the episode after this many unreadable replies in a row")
+	fs.StringVar(&f.ArgsPath, "args_path", "", "R2E-Gym's AgentArgs YAML: its system_prompt, instance_prompt and command_files replace the scaffold's (other_args max_retries and timeout set the model client's)")
 }
 
 // pyBool is a boolean flag that takes its value as the next word, the way
@@ -94,6 +103,11 @@ func (f *agentFlags) setup() (*agent.Scaffold, agent.Mode, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("--scaffold: %w", err)
 	}
+	if f.ArgsPath != "" {
+		if err := f.loadArgsPath(s); err != nil {
+			return nil, 0, err
+		}
+	}
 	mode, err := agent.ModeFor(s, f.FnCalling.ptr())
 	if err != nil {
 		return nil, 0, fmt.Errorf("--use_fn_calling: %w", err)
@@ -115,7 +129,7 @@ func (f *agentFlags) model(s *agent.Scaffold, t *task.Task, workdir string, mode
 	if f.LLMName == agent.OracleName {
 		return agent.NewOracle(s, t, workdir, mode)
 	}
-	return llm.New(f.LLMName, llm.Options{})
+	return llm.New(f.LLMName, llm.Options{MaxRetries: f.llmRetries, Timeout: f.llmTimeout})
 }
 
 func (f *agentFlags) limits() agent.Limits {

@@ -78,8 +78,9 @@ trajectory, and only its grading is redone. The exit status is 3 when errors
 remain. Failures of the model itself (format errors, limits, a context
 overflow, a patch that does not apply, failing tests) stay reward 0.
 
---config FILE (or --args_path FILE) reads the same keys from YAML or JSON;
-flags given on the command line win.
+--config FILE reads the same keys from YAML or JSON; flags given on the
+command line win. --args_path FILE is R2E-Gym's: an AgentArgs YAML whose
+system_prompt, instance_prompt and command_files replace the scaffold's.
 
 A rerun must use the settings the directory's results were made with (model,
 scaffold, limits, sampling, grader, eval timeout, iterations, box settings,
@@ -102,14 +103,9 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
       --traj_dir /tmp/golden --exp_name golden`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if rf.Config != "" && rf.Upstream.ArgsPath != "" {
-				return errors.New("--config and --args_path: give one file of arguments, not both")
-			}
-			for _, path := range []string{rf.Config, rf.Upstream.ArgsPath} {
-				if path != "" {
-					if err := applyConfig(cmd.Flags(), path); err != nil {
-						return err
-					}
+			if rf.Config != "" {
+				if err := applyConfig(cmd.Flags(), rf.Config); err != nil {
+					return err
 				}
 			}
 			return runRun(cmd, &df, &bf, &af, &rf)
@@ -270,6 +266,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
 		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
 		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
+		Override: af.override, OverrideHash: af.overrideHash,
 	})
 	prog.finish()
 	if sum != nil {

@@ -32,7 +32,6 @@ type upstreamFlags struct {
 	SkipExisting  pyBool
 	Prepull       pyBool
 	RootMode      pyBool
-	ArgsPath      string
 }
 
 func (f *upstreamFlags) register(fs *pflag.FlagSet, evalTimeout *time.Duration) {
@@ -43,7 +42,6 @@ func (f *upstreamFlags) register(fs *pflag.FlagSet, evalTimeout *time.Duration) 
 	fs.Var(&f.SkipExisting, "skip_existing", "True: leave out tasks whose docker_image has reward 1 in a <traj_dir>/<exp_name without its last character>*.jsonl file, as upstream does")
 	fs.Var(&f.Prepull, "prepull_images", "True: pull the selected tasks' missing images, --max_workers at once, before the first task starts")
 	fs.Var(&f.RootMode, "root_mode", "True (the default); False, upstream's tools preinstalled at /opt/tools, is refused: swerve brings its own in-box helper")
-	fs.StringVar(&f.ArgsPath, "args_path", "", "YAML or JSON file of arguments under upstream's names, like --config (flags on the command line win)")
 }
 
 // check refuses the values swerve does not do, each with its reason.

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swerve-dev/swerve/internal/pyrand"
+	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -25,6 +26,10 @@ func TestRunRefusesBeforeStarting(t *testing.T) {
 	data := tasksSampleDataset(t)
 	cfg := filepath.Join(t.TempDir(), "args.yaml")
 	if err := os.WriteFile(cfg, []byte("k: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badTool := filepath.Join(t.TempDir(), "agent.yaml")
+	if err := os.WriteFile(badTool, []byte("system_prompt: s\ninstance_prompt: i\ncommand_files: [tools/browser.py]\nllm_name: gpt-4o\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -42,7 +47,8 @@ func TestRunRefusesBeforeStarting(t *testing.T) {
 		{[]string{"--backend", "apptainer"}, "the apptainer backend is not available in this build"},
 		{[]string{"--backend", "e2b"}, "the e2b backend is not available in this build"},
 		{[]string{"--backend", "lokal"}, "--backend lokal: unknown backend (available: auto,"},
-		{[]string{"--config", cfg, "--args_path", cfg}, "--config and --args_path: give one file of arguments, not both"},
+		{[]string{"--args_path", cfg}, `unknown field "k"`},
+		{[]string{"--args_path", badTool, "--scaffold", "r2egym"}, `command file "browser": scaffold r2egym has no tool of that name (it has file_editor, execute_bash, search, finish)`},
 		{[]string{"--use_existing", "maybe"}, "want True or False"},
 	}
 	for _, tt := range tests {
@@ -111,9 +117,9 @@ func TestRunUpstreamAliases(t *testing.T) {
 	}
 }
 
-// TestArgsPath: --args_path reads upstream's argument names from YAML or
+// TestConfig: --config reads the runner's argument names from YAML or
 // JSON; flags on the command line win.
-func TestArgsPath(t *testing.T) {
+func TestConfig(t *testing.T) {
 	dir := t.TempDir()
 	for name, body := range map[string]string{
 		"args.yaml": "k: 7\nmax_tokens: 4096\nuse_fn_calling: false\nmax_workers: null\nexp_name: from_file\n",
@@ -141,6 +147,86 @@ func TestArgsPath(t *testing.T) {
 	os.WriteFile(bad, []byte("no_such_arg: 1\n"), 0o644)
 	if err := applyConfig(newRunCmd().Flags(), bad); err == nil || !strings.Contains(err.Error(), `unknown key "no_such_arg"`) {
 		t.Errorf("unknown key: %v", err)
+	}
+}
+
+// TestArgsPath: --args_path is R2E-Gym's AgentArgs file. Its prompts
+// replace the scaffold's (the instance prompt in str.format syntax), its
+// command files pick the tools offered, and a run records them: the
+// trajectory starts with exactly the file's prompts.
+func TestArgsPath(t *testing.T) {
+	testutil.HostPytest(t)
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	dir := t.TempDir()
+	args := filepath.Join(dir, "agent.yaml")
+	body := `system_prompt: |-
+  You fix bugs. Use the tools.
+instance_prompt: |-
+  Issue:
+  {problem_statement}
+  Hint: {test_patch_hint}; braces {{kept}}.
+command_files:
+  - "./src/r2egym/agenthub/tools/file_editor.py"
+  - "./src/r2egym/agenthub/tools/execute_bash.py"
+  - "./src/r2egym/agenthub/tools/finish.py"
+llm_name: "gpt-4o"
+llm_base_url: null
+demo_file: "./r2egym/agenthub/config/localizer-demo"
+other_args:
+  max_retries: 2
+  timeout: 30
+`
+	if err := os.WriteFile(args, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	data := tasksSampleDataset(t)
+	traj := filepath.Join(dir, "out")
+	if _, _, err := execTasksCLI(t, "run", "--dataset", data, "--instance_ids", "sample__calc-1", "--llm_name", "oracle/gold",
+		"--scaffold", "r2egym", "--use_fn_calling", "True", "--args_path", args, "--backend", "local", "--traj_dir", traj, "--exp_name", "e"); err != nil {
+		res, _ := os.ReadFile(filepath.Join(traj, "sample__calc-1", "result.json"))
+		t.Fatalf("%v\n%.2000s", err, res)
+	}
+	recs, err := run.LoadRecords(traj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recs["sample__calc-1"]
+	if rec == nil || rec.Trajectory == nil || len(rec.Trajectory.Messages) < 2 {
+		t.Fatalf("no trajectory recorded: %+v", rec)
+	}
+	msgs := rec.Trajectory.Messages
+	if msgs[0].Content != "You fix bugs. Use the tools." {
+		t.Errorf("system message %q, want the file's system_prompt", msgs[0].Content)
+	}
+	if want := "Issue:\n" + rec.ProblemStatement + "\nHint: ; braces {kept}."; msgs[1].Content != want {
+		t.Errorf("instance message\n%q\nwant\n%q", msgs[1].Content, want)
+	}
+	var tools []string
+	for _, tool := range rec.Trajectory.Tools {
+		tools = append(tools, tool.Function.Name)
+	}
+	if !slices.Equal(tools, []string{"file_editor", "execute_bash", "finish"}) {
+		t.Errorf("tools offered %v, want the command files' file_editor, execute_bash, finish", tools)
+	}
+	if rec.Settings["args_path"] == "" {
+		t.Errorf("settings %v lack the args_path file's hash: a rerun with another file would mix results", rec.Settings)
+	}
+	if rec.Reward != 1 {
+		t.Errorf("reward %g (%s), want 1: the oracle's gold patch with the chosen tools", rec.Reward, rec.RewardReason)
+	}
+
+	for _, tt := range []struct{ body, says string }{
+		{"instance_prompt: i\ncommand_files: []\nllm_name: m\n", "system_prompt is missing"},
+		{"system_prompt: s\ninstance_prompt: '{repo}'\ncommand_files: [finish.py]\nllm_name: m\n", "instance_prompt: {repo}: upstream's runner fills only"},
+		{"system_prompt: s\ninstance_prompt: i\ncommand_files: []\nllm_name: m\n", "command_files is empty"},
+		{"system_prompt: s\ninstance_prompt: i\ncommand_files: [finish.py]\nllm_name: m\nother_args: {max_retries: 1.5}\n", "other_args.max_retries: want a whole number"},
+	} {
+		path := filepath.Join(dir, "bad.yaml")
+		os.WriteFile(path, []byte(tt.body), 0o644)
+		af := agentFlags{Scaffold: "r2egym", LLMName: "oracle/gold", ArgsPath: path}
+		if _, _, err := af.setup(); err == nil || !strings.Contains(err.Error(), tt.says) {
+			t.Errorf("%q: err %v, want it to say %q", tt.body, err, tt.says)
+		}
 	}
 }
 

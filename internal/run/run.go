@@ -78,13 +78,18 @@ type Options struct {
 	ExpName string
 	Workers int
 
-	Scaffold  string
-	Mode      agent.Mode
-	ModelName string
-	NewModel  ModelFactory
-	Open      Opener
-	Limits    agent.Limits
-	Sampling  agent.Sampling
+	Scaffold string
+	// Override, when set, changes the scaffold of every episode
+	// (--args_path); OverrideHash names its content in the settings a
+	// rerun must match.
+	Override     *agent.Override
+	OverrideHash string
+	Mode         agent.Mode
+	ModelName    string
+	NewModel     ModelFactory
+	Open         Opener
+	Limits       agent.Limits
+	Sampling     agent.Sampling
 
 	EvalTimeout time.Duration
 	// Reward forces a grader (--reward); empty: the task's.
@@ -606,6 +611,11 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		if err != nil {
 			return nil, err
 		}
+		if o.Override != nil {
+			if err := o.Override.Apply(s); err != nil {
+				return nil, fmt.Errorf("--args_path: %w", err)
+			}
+		}
 		spec.Scaffold = s
 	}
 	res, err := episode.Run(ctx, spec)
@@ -677,6 +687,9 @@ func Settings(o Options) map[string]string {
 	}
 	for k, v := range o.Box {
 		m[k] = v
+	}
+	if o.OverrideHash != "" {
+		m["args_path"] = o.OverrideHash // the file's content, not its name
 	}
 	return m
 }
