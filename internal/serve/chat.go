@@ -12,8 +12,8 @@ import (
 // items (everything after). An assistant reply becomes a message item with
 // its text (when it has any) followed by one function_call item per tool
 // call; a tool result becomes a function_call_output; any other message (a
-// text-mode observation) becomes a message item with its own role, as Gym's
-// mini-swe rows record them. tokens, when given, holds the token fields of
+// text-mode observation) becomes a message item with its own role and input_text
+// content, as Gym's recorded mini-swe rows have them. tokens, when given, holds the token fields of
 // the i-th model call; they go on the last item that call produced.
 func FromChat(msgs []llm.Message, tokens []*Tokens) (json.RawMessage, []OutputItem) {
 	first := len(msgs)
@@ -58,7 +58,7 @@ func FromChat(msgs []llm.Message, tokens []*Tokens) (json.RawMessage, []OutputIt
 			out = append(out, OutputItem{Type: "function_call_output", CallID: m.ToolCallID, Output: m.Content})
 		default:
 			out = append(out, OutputItem{Type: "message", ID: fmt.Sprintf("msg_%d", i), Role: m.Role,
-				Status: "completed", Content: []ContentPart{{Type: "output_text", Text: m.Content, Annotations: []any{}}}})
+				Status: "completed", Content: []ContentPart{{Type: "input_text", Text: m.Content, Annotations: []any{}}}})
 		}
 	}
 	return input, out

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,8 @@ import (
 	"testing"
 	"time"
 )
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // fake is a Rollouts whose behaviour each test sets.
 type fake struct {
@@ -30,12 +33,15 @@ func (f *fake) Rollout(ctx context.Context, req *RolloutRequest) (*RolloutResult
 func resolved(_ context.Context, req *RolloutRequest) (*RolloutResult, error) {
 	return &RolloutResult{Reward: 1, Resolved: true, Patch: "diff --git a/x b/x\n", ExitReason: "submitted", Steps: 1,
 		EvalReport: json.RawMessage(`{"` + req.InstanceID + `":{"resolved":true}}`),
-		Output: []OutputItem{{Type: "message", Role: "assistant", Content: []ContentPart{{Type: "output_text", Text: "done", Annotations: []any{}}}}},
-		Timings: Timings{BoxOpen: 0.2, Grade: 1.5, Total: 3}}, nil
+		Output:     []OutputItem{{Type: "message", Role: "assistant", Content: []ContentPart{{Type: "output_text", Text: "done", Annotations: []any{}}}}},
+		Timings:    Timings{BoxOpen: 0.2, Grade: 1.5, Total: 3}}, nil
 }
 
 func newTest(t *testing.T, opts Options) (*Server, *httptest.Server) {
 	t.Helper()
+	if opts.Log == nil {
+		opts.Log = quiet
+	}
 	s, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +364,7 @@ func TestDrain(t *testing.T) {
 		<-release
 		return resolved(ctx, req)
 	}}
-	s, err := New(Options{Rollouts: f, RetryAfter: time.Second})
+	s, err := New(Options{Rollouts: f, RetryAfter: time.Second, Log: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +420,7 @@ func TestHardStop(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}}
-	s, _ := New(Options{Rollouts: f})
+	s, _ := New(Options{Rollouts: f, Log: quiet})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
