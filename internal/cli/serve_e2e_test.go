@@ -1,0 +1,158 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/serve"
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// TestServeRefuses checks the settings serve refuses before it listens.
+func TestServeRefuses(t *testing.T) {
+	work := t.TempDir()
+	env := append(e2eEnv(t, work), "SWERVE_TOKEN=")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:0"}, "not a loopback address"},
+		{[]string{"--env", "singularity"}, "no singularity"},
+		{[]string{"--env", "podman"}, "want docker or singularity"},
+		{[]string{"--concurrency", "0"}, "at least 1"},
+	} {
+		_, stderr, code := runSwerve(t, env, work, time.Minute, append([]string{"serve", "--llm_name", "oracle/gold"}, tc.args...)...)
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("serve %v: exit %d, stderr %q, want %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// TestServeRun starts swerve serve on loopback with the oracle policy and the
+// local backend, posts the sample tasks as Gym rows (the task read from the
+// row itself), checks every answer, and stops it with SIGTERM: it drains,
+// exits 0, and leaves no box.
+func TestServeRun(t *testing.T) {
+	testutil.NeedPytest(t)
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	env := e2eEnv(t, tmp)
+	data, ids := e2eDataset(t, work, 1)
+	p := startSwerve(t, env, work, nil, "serve", "--listen", "127.0.0.1:0", "--llm_name", "oracle/gold",
+		"--scaffold", "r2egym", "--backend", "local", "--concurrency", "2", "--results_dir", "")
+	base := waitListening(t, p)
+
+	rows := readRows(t, data)
+	answers := make(chan serve.Row, len(rows))
+	for i, row := range rows {
+		row["responses_create_params"] = map[string]any{"input": []any{}, "temperature": 0.0}
+		row["_ng_task_index"], row["_ng_rollout_index"] = i, 0
+		go func() {
+			b, _ := json.Marshal(row)
+			resp, err := http.Post(base+"/run", "application/json", strings.NewReader(string(b)))
+			if err != nil {
+				t.Error(err)
+				answers <- nil
+				return
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 {
+				t.Errorf("POST /run: %d %s", resp.StatusCode, body)
+			}
+			r, _ := serve.ParseRow(body)
+			answers <- r
+		}()
+	}
+	var got []serve.Row
+	for range rows {
+		select {
+		case r := <-answers:
+			got = append(got, r)
+		case <-time.After(4 * time.Minute):
+			t.Fatalf("no answer in 4 minutes\nstderr:\n%s", p.stderr.String())
+		}
+	}
+	seen := map[string]bool{}
+	for _, r := range got {
+		if r == nil {
+			continue
+		}
+		id := r.String("instance_id")
+		seen[id] = true
+		if rew, _ := r.Number("reward"); rew != 1 || string(r["resolved"]) != "true" {
+			t.Errorf("%s: reward %s resolved %s, infra %s", id, r["reward"], r["resolved"], r["infra_error"])
+		}
+		var resp serve.Response
+		if err := json.Unmarshal(r["response"], &resp); err != nil || len(resp.Output) == 0 {
+			t.Errorf("%s: response %v, %d items", id, err, len(resp.Output))
+		}
+		var meta struct {
+			Patch string `json:"model_patch"`
+		}
+		json.Unmarshal(r["metadata"], &meta)
+		if !strings.HasPrefix(meta.Patch, "diff --git") {
+			t.Errorf("%s: patch %q", id, meta.Patch)
+		}
+	}
+	if len(seen) != len(ids) {
+		t.Errorf("answers for %d tasks, want %d", len(seen), len(ids))
+	}
+
+	// A row whose task cannot be loaded is an infrastructure row, not a 5xx.
+	resp, err := http.Post(base+"/run", "application/json", strings.NewReader(`{"instance_id":"nope","responses_create_params":{"input":[]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if r, _ := serve.ParseRow(body); resp.StatusCode != 200 || r["infra_error"] == nil {
+		t.Errorf("unloadable task: %d %s", resp.StatusCode, body)
+	}
+
+	resp, err = http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if want := `swerve_rollouts_finished_total{outcome="resolved"} ` + itoa(len(ids)); !strings.Contains(string(body), want) {
+		t.Errorf("metrics lack %q", want)
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Errorf("exit %d after SIGTERM\n%s", code, p.stderr.String())
+	}
+	noLocalBoxes(t, tmp, "after serve stopped")
+}
+
+var listening = regexp.MustCompile(`listening on (http://\S+)`)
+
+func waitListening(t *testing.T, p *swerveProc) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		if m := listening.FindStringSubmatch(p.stderr.String()); m != nil {
+			return m[1]
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("serve exited: %s", p.stderr.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatalf("serve did not listen within a minute: %s", p.stderr.String())
+	return ""
+}
+
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
