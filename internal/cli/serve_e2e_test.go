@@ -129,6 +129,25 @@ func TestServeRun(t *testing.T) {
 		t.Errorf("metrics lack %q", want)
 	}
 
+	// A client that gives up mid-rollout cancels it; its box goes.
+	row := rows[0]
+	row["responses_create_params"] = map[string]any{"input": []any{}}
+	b, _ := json.Marshal(row)
+	quick := &http.Client{Timeout: 150 * time.Millisecond}
+	if resp, err := quick.Post(base+"/run", "application/json", strings.NewReader(string(b))); err == nil {
+		resp.Body.Close()
+		t.Log("the rollout finished before the client gave up: nothing was cancelled")
+	} else {
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(scrapeText(t, base), `swerve_rollouts_finished_total{outcome="cancelled"} 1`) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the abandoned rollout was not cancelled:\n%s", scrapeText(t, base))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		noLocalBoxes(t, tmp, "after a client gave up")
+	}
+
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	if code := p.wait(t, time.Minute); code != 0 {
 		t.Errorf("exit %d after SIGTERM\n%s", code, p.stderr.String())
@@ -153,6 +172,17 @@ func waitListening(t *testing.T, p *swerveProc) string {
 	}
 	t.Fatalf("serve did not listen within a minute: %s", p.stderr.String())
 	return ""
+}
+
+func scrapeText(t *testing.T, base string) string {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
