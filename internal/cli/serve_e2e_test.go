@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -186,3 +187,87 @@ func scrapeText(t *testing.T, base string) string {
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestServePolicyURL: without --llm_name each rollout's model calls go to
+// the row's policy_base_url with its policy_api_key and the row's sampling;
+// a row without one is an infrastructure row.
+func TestServePolicyURL(t *testing.T) {
+	testutil.NeedPytest(t)
+	type seen struct {
+		auth  string
+		model string
+		temp  any
+	}
+	calls := make(chan seen, 16)
+	policy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]any
+		json.NewDecoder(r.Body).Decode(&body)
+		model, _ := body["model"].(string)
+		calls <- seen{r.Header.Get("Authorization"), model, body["temperature"]}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","created":1,"model":"policy",
+ "choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant",
+  "content":"THOUGHT: nothing to do.\n\n`+"```bash\\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\\n```"+`"}}],
+ "usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}}`)
+	}))
+	defer policy.Close()
+
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	data, _ := e2eDataset(t, work, 1)
+	p := startSwerve(t, e2eEnv(t, tmp), work, nil, "serve", "--listen", "127.0.0.1:0", "--scaffold", "mini_swe_agent",
+		"--backend", "local", "--results_dir", "")
+	base := waitListening(t, p)
+	var row map[string]any
+	for _, r := range readRows(t, data) {
+		if r["instance_id"] == "sample__calc-1" {
+			row = r
+		}
+	}
+	row["responses_create_params"] = map[string]any{"input": []any{}, "temperature": 0.7, "model": "policy-7b"}
+	row["policy_base_url"], row["policy_api_key"] = policy.URL+"/v1", "dummy_key"
+	b, _ := json.Marshal(row)
+	resp, err := http.Post(base+"/run", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r, _ := serve.ParseRow(body)
+	var meta struct {
+		ExitReason string `json:"exit_reason"`
+	}
+	json.Unmarshal(r["metadata"], &meta)
+	if resp.StatusCode != 200 || r["infra_error"] != nil || meta.ExitReason != "submitted" {
+		t.Fatalf("answer %d: %s", resp.StatusCode, body)
+	}
+	if rew, _ := r.Number("reward"); rew != 0 {
+		t.Errorf("reward %v for an empty patch", rew)
+	}
+	select {
+	case c := <-calls:
+		if c.auth != "Bearer dummy_key" || c.model != "policy-7b" || c.temp != 0.7 {
+			t.Errorf("the policy server saw %+v", c)
+		}
+	default:
+		t.Fatal("the policy server was never called")
+	}
+
+	delete(row, "policy_base_url")
+	b, _ = json.Marshal(row)
+	resp, err = http.Post(base+"/run", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if r, _ := serve.ParseRow(body); resp.StatusCode != 200 || !strings.Contains(string(r["infra_error"]), "policy_base_url") {
+		t.Errorf("a row with no policy: %d %s", resp.StatusCode, body)
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Errorf("exit %d\n%s", code, p.stderr.String())
+	}
+	noLocalBoxes(t, tmp, "after serve stopped")
+}
