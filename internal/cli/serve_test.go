@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +63,26 @@ func TestServeConfig(t *testing.T) {
 		os.WriteFile(p, []byte(body), 0o644)
 		if err := applyServeConfig(newServeCmd().Flags(), p); err == nil || !strings.Contains(err.Error(), errHas) {
 			t.Errorf("%q: %v, want %q", body, err, errHas)
+		}
+	}
+}
+
+// TestServeHelp: serve documents itself and lists Gym's keys as flags.
+func TestServeHelp(t *testing.T) {
+	var out bytes.Buffer
+	root := NewRoot(&out, &bytes.Buffer{})
+	root.SetArgs([]string{"serve", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, _, _ := root.Find([]string{"serve"})
+	if cmd.Short == "" || cmd.Long == "" || cmd.Example == "" {
+		t.Error("serve: Short, Long or Example missing")
+	}
+	for _, flag := range []string{"--listen", "--token", "--config", "--concurrency", "--queue", "--env", "--cache-dir-template",
+		"--run-golden", "--step-timeout", "--eval-timeout", "--skip-if-exists", "--step-limit", "--collapse-limit", "--dataset", "swerve serve --"} {
+		if !strings.Contains(out.String(), flag) {
+			t.Errorf("serve --help lacks %s", flag)
 		}
 	}
 }
