@@ -56,15 +56,20 @@ type Options struct {
 // Server is the HTTP server. Build it with New, mount extra surfaces with
 // Handle, then Serve.
 type Server struct {
-	opts    Options
-	mux     *http.ServeMux
-	met     *metrics
-	sem     chan struct{}
-	admit   atomic.Int64 // requests queued or running
-	drain   atomic.Bool
-	active  sync.WaitGroup
-	hard    context.Context // cancelled on a hard stop: every rollout ends now
-	stopAll context.CancelFunc
+	opts  Options
+	mux   *http.ServeMux
+	met   *metrics
+	sem   chan struct{}
+	admit atomic.Int64 // requests queued or running
+	drain atomic.Bool
+
+	// active counts the /run requests past the drain check; drain is set
+	// under the same lock, so a drain waits for every request it let in.
+	activeMu sync.Mutex
+	active   int
+	idle     *sync.Cond
+	hard     context.Context // cancelled on a hard stop: every rollout ends now
+	stopAll  context.CancelFunc
 
 	mu       sync.Mutex
 	shutdown []func(context.Context)
@@ -89,6 +94,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, mux: http.NewServeMux(), met: newMetrics(), sem: make(chan struct{}, opts.Concurrency)}
 	s.hard, s.stopAll = context.WithCancel(context.Background())
+	s.idle = sync.NewCond(&s.activeMu)
 	s.mux.HandleFunc("GET /{$}", s.health)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("POST /run", s.run)
@@ -171,8 +177,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, drain <-chan struct
 	case <-drain:
 	case <-ctx.Done():
 	}
-	s.drain.Store(true)
-	s.active.Wait() // a hard stop (ctx) cancels the rollouts, so this ends
+	s.waitIdle() // a hard stop (ctx) cancels the rollouts, so this ends
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if e := hs.Shutdown(sctx); e != nil && err == nil {
@@ -199,14 +204,44 @@ func (s *Server) retryAfter(w http.ResponseWriter) {
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
 }
 
+// enter admits a /run request unless a drain has begun.
+func (s *Server) enter() bool {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if s.drain.Load() {
+		return false
+	}
+	s.active++
+	return true
+}
+
+func (s *Server) leave() {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	if s.active--; s.active == 0 {
+		s.idle.Broadcast()
+	}
+}
+
+// waitIdle begins the drain and waits for every admitted request.
+func (s *Server) waitIdle() {
+	s.activeMu.Lock()
+	defer s.activeMu.Unlock()
+	s.drain.Store(true)
+	for s.active > 0 {
+		s.idle.Wait()
+	}
+}
+
 // run is POST /run: one Gym row in, the row with response and reward out.
 func (s *Server) run(w http.ResponseWriter, r *http.Request) {
-	if s.drain.Load() {
+	if !s.enter() {
 		s.met.rejected.WithLabelValues("draining").Inc()
 		s.retryAfter(w)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "server is draining: no new rollouts"})
 		return
 	}
+	defer s.leave()
 	limit := int64(s.opts.Concurrency + s.opts.Queue)
 	if s.admit.Add(1) > limit {
 		s.admit.Add(-1)
@@ -216,8 +251,6 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 			"error": fmt.Sprintf("%d rollouts running or queued: retry later", limit)})
 		return
 	}
-	s.active.Add(1)
-	defer s.active.Done()
 	defer s.admit.Add(-1)
 
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRowBytes))
