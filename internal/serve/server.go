@@ -68,6 +68,7 @@ type Server struct {
 	activeMu sync.Mutex
 	active   int
 	idle     *sync.Cond
+	drainCh  chan struct{}   // closed when the drain begins: queued requests leave
 	hard     context.Context // cancelled on a hard stop: every rollout ends now
 	stopAll  context.CancelFunc
 
@@ -95,6 +96,7 @@ func New(opts Options) (*Server, error) {
 	s := &Server{opts: opts, mux: http.NewServeMux(), met: newMetrics(), sem: make(chan struct{}, opts.Concurrency)}
 	s.hard, s.stopAll = context.WithCancel(context.Background())
 	s.idle = sync.NewCond(&s.activeMu)
+	s.drainCh = make(chan struct{})
 	s.mux.HandleFunc("GET /{$}", s.health)
 	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	s.mux.HandleFunc("POST /run", s.run)
@@ -160,8 +162,8 @@ func (s *Server) authorized(r *http.Request) bool {
 }
 
 // Serve answers on ln until drain closes or ctx ends. When drain closes it
-// drains: new rollouts get 503, running and queued ones finish, then the
-// listener closes. When ctx ends (a second signal) every rollout is
+// drains: new and queued rollouts get 503, running ones finish and are
+// answered, then the listener closes. When ctx ends (a second signal) every rollout is
 // cancelled at once. Either way Serve returns only after every rollout has
 // returned and the OnShutdown functions have run.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain <-chan struct{}) error {
@@ -227,7 +229,9 @@ func (s *Server) leave() {
 func (s *Server) waitIdle() {
 	s.activeMu.Lock()
 	defer s.activeMu.Unlock()
-	s.drain.Store(true)
+	if !s.drain.Swap(true) {
+		close(s.drainCh)
+	}
 	for s.active > 0 {
 		s.idle.Wait()
 	}
@@ -276,6 +280,13 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	case <-ctx.Done():
 		s.met.queued.Dec()
 		s.met.finished.WithLabelValues(outcomeCancelled).Inc()
+		return
+	case <-s.drainCh:
+		// Not started yet: the client should take it elsewhere.
+		s.met.queued.Dec()
+		s.met.rejected.WithLabelValues("draining").Inc()
+		s.retryAfter(w)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "server is draining: the rollout did not start"})
 		return
 	}
 	defer func() { <-s.sem }()

@@ -354,8 +354,9 @@ func TestDisconnectCancels(t *testing.T) {
 	}
 }
 
-// TestDrain: after drain begins, new rollouts get 503, the running one
-// finishes with its answer, then Serve returns and runs OnShutdown.
+// TestDrain: after drain begins, new and queued rollouts get 503, the
+// running one finishes with its answer, then Serve returns and runs
+// OnShutdown.
 func TestDrain(t *testing.T) {
 	release := make(chan struct{})
 	started := make(chan struct{}, 1)
@@ -364,7 +365,7 @@ func TestDrain(t *testing.T) {
 		<-release
 		return resolved(ctx, req)
 	}}
-	s, err := New(Options{Rollouts: f, RetryAfter: time.Second, Log: quiet})
+	s, err := New(Options{Rollouts: f, RetryAfter: time.Second, Log: quiet, Concurrency: 1, Queue: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -384,8 +385,17 @@ func TestDrain(t *testing.T) {
 		first <- resp.StatusCode
 	}()
 	<-started
+	queued := make(chan *http.Response, 1)
+	go func() {
+		resp, _ := post(t, url+"/run", smallRow)
+		queued <- resp
+	}()
+	waitFor(t, func() bool { return s.admit.Load() == 2 })
 	close(drain)
 	waitFor(t, s.Draining)
+	if resp := <-queued; resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "1" {
+		t.Errorf("queued during drain: %d Retry-After %q, want 503 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 	resp, _ := post(t, url+"/run", smallRow)
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("during drain: %d, want 503 with Retry-After", resp.StatusCode)
