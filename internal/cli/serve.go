@@ -70,8 +70,8 @@ infra_error field that says so. Such rows say nothing about the policy.
 
 At most --concurrency rollouts run at once and --queue more wait; past that
 a request gets 429 with Retry-After. A client that disconnects cancels its
-rollout and frees its box. The first SIGTERM or Ctrl-C drains: new rollouts
-get 503, running ones finish, then the server exits; a second one cancels the
+rollout and frees its box. The first SIGTERM or Ctrl-C drains: new and queued
+rollouts get 503, running ones finish, then the server exits; a second one cancels the
 running rollouts at once. Boxes are always removed.
 
 Off loopback a bearer token is required (--token or SWERVE_TOKEN): serve
@@ -220,7 +220,7 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", sf.Listen, err)
 	}
-	drain := gracefulStop(ctx, "draining: new rollouts get 503, running ones finish")
+	drain := gracefulStop(ctx, "draining: new and queued rollouts get 503, running ones finish")
 	fmt.Fprintf(stderr, "swerve serve: listening on http://%s (concurrency %d, queue %d)\n", ln.Addr(), sf.Concurrency, sf.Queue)
 	err = srv.Serve(ctx, ln, drain)
 	fmt.Fprintf(stderr, "swerve serve: stopped\n")
