@@ -116,7 +116,7 @@ func TestServeRun(t *testing.T) {
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	if r, _ := serve.ParseRow(body); resp.StatusCode != 200 || r["infra_error"] == nil {
+	if r, _ := serve.ParseRow(body); resp.StatusCode != 200 || r["infra_error"] == nil || r.String("_ng_failure_class") != "task_invalid" {
 		t.Errorf("unloadable task: %d %s", resp.StatusCode, body)
 	}
 

@@ -379,7 +379,10 @@ func rolloutID(row Row) string {
 
 // buildRow is the answer to POST /run: the posted row, its
 // responses_create_params (input replaced by the harness's messages when the
-// rollout reports them), plus response, reward, resolved and metadata.
+// rollout reports them), plus response, reward, resolved and metadata; an
+// infrastructure failure adds infra_error and Gym's _ng_failure_class
+// ("transient", or "task_invalid" with _ng_failure_terminal for a task that
+// cannot be run as given).
 func buildRow(req *RolloutRequest, res *RolloutResult) Row {
 	out := req.Row.Clone()
 	if len(res.Input) > 0 {
@@ -436,6 +439,15 @@ func buildRow(req *RolloutRequest, res *RolloutResult) Row {
 		infra := map[string]string{"kind": res.InfraError, "detail": res.InfraDetail}
 		meta["infra_error"] = infra
 		out.Set("infra_error", infra)
+		// Gym's failure sidecar: the collector writes such a row to
+		// <stem>_failures.jsonl, keeps it out of the metrics, and retries
+		// it on --resume unless it is terminal.
+		if res.InfraError == "task" {
+			out.Set("_ng_failure_class", "task_invalid")
+			out.Set("_ng_failure_terminal", true)
+		} else {
+			out.Set("_ng_failure_class", "transient")
+		}
 	}
 	out.Set("metadata", meta)
 	return out

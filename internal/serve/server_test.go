@@ -240,6 +240,9 @@ func TestFailedRolloutIsARow(t *testing.T) {
 			if err := json.Unmarshal(row["infra_error"], &infra); err != nil || infra["kind"] == "" || infra["detail"] == "" {
 				t.Errorf("infra_error: %s", row["infra_error"])
 			}
+			if row.String("_ng_failure_class") != "transient" {
+				t.Errorf("_ng_failure_class %s, want transient", row["_ng_failure_class"])
+			}
 		})
 	}
 	// A model failure is not an infrastructure error.
@@ -248,6 +251,9 @@ func TestFailedRolloutIsARow(t *testing.T) {
 	}}})
 	_, b := post(t, ts.URL+"/run", smallRow)
 	row, _ := ParseRow(b)
+	if _, ok := row["_ng_failure_class"]; ok {
+		t.Errorf("a model failure carries _ng_failure_class: %s", b)
+	}
 	if _, ok := row["infra_error"]; ok {
 		t.Errorf("a model failure carries infra_error: %s", b)
 	}
