@@ -98,11 +98,15 @@ func TestServeRun(t *testing.T) {
 			t.Errorf("%s: response %v, %d items", id, err, len(resp.Output))
 		}
 		var meta struct {
-			Patch string `json:"model_patch"`
+			Patch   string        `json:"model_patch"`
+			Timings serve.Timings `json:"timings"`
 		}
 		json.Unmarshal(r["metadata"], &meta)
 		if !strings.HasPrefix(meta.Patch, "diff --git") {
 			t.Errorf("%s: patch %q", id, meta.Patch)
+		}
+		if tm := meta.Timings; tm.BoxOpen <= 0 || tm.Grade <= 0 || tm.Total < tm.BoxOpen+tm.Grade {
+			t.Errorf("%s: timings %+v", id, tm)
 		}
 	}
 	if len(seen) != len(ids) {

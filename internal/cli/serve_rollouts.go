@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -216,7 +217,10 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		}
 		return llm.New(name, llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey})
 	}
+	var boxOpen atomic.Int64 // nanoseconds the first box (the agent's) took to open
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		opened := time.Now()
+		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
 		box, _, err := ro.bf.open(ctx, *t, io.Discard)
 		if err != nil {
 			return nil, "", err
@@ -253,7 +257,8 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 	}
 	res := &serve.RolloutResult{Model: name, Patch: rec.Patch, Reward: rec.Reward, Resolved: rec.Reward >= 1,
 		EvalReport: rec.Report, ExitReason: rec.ExitReason,
-		Timings: serve.Timings{Grade: rec.RewardCalcTime, Total: time.Since(start).Seconds()}}
+		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: rec.RewardCalcTime,
+			Total: time.Since(start).Seconds()}}
 	if tr := rec.Trajectory; tr != nil {
 		res.Input, res.Output = serve.FromChat(tr.Messages, nil)
 		res.Steps = len(tr.Steps)
@@ -262,7 +267,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 			u = u.Add(s.Usage)
 		}
 		res.Usage = &serve.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
-		res.Timings.Agent = res.Timings.Total - res.Timings.Grade
+		res.Timings.Agent = max(0, res.Timings.Total-res.Timings.Grade-res.Timings.BoxOpen)
 	}
 	return res, nil
 }
