@@ -275,3 +275,76 @@ func TestServePolicyURL(t *testing.T) {
 	}
 	noLocalBoxes(t, tmp, "after serve stopped")
 }
+
+// TestServeRealTasks posts one real SWE-bench Verified django task as a Gym
+// row to swerve serve on Docker (env docker, as a Gym config says it): the
+// oracle resolves it, and once the server has stopped no container of it
+// is left. A Gym SWE-bench row without the dataset's eval_script cannot be
+// graded, and says so as an infrastructure row.
+func TestServeRealTasks(t *testing.T) {
+	if os.Getenv("SWERVE_REALTASKS") != "1" {
+		t.Skip("SWERVE_REALTASKS=1 runs a real django task (images from ../shared/realtasks/build.sh)")
+	}
+	b := e2eDocker(t)
+	data := filepath.Join(testutil.SharedDir(t), "realtasks", "instances.jsonl")
+	var row map[string]any
+	for _, r := range readRows(t, data) {
+		if r["instance_id"] == "django__django-16901" {
+			row = r
+		}
+	}
+	if row == nil {
+		t.Fatal("django__django-16901 is not in the real tasks")
+	}
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	p := startSwerve(t, e2eEnv(t, tmp), work, nil, "serve", "--listen", "127.0.0.1:0", "--env", "docker", "--pull", "never",
+		"--llm_name", "oracle/gold", "--scaffold", "r2egym", "--results_dir", "")
+	base := waitListening(t, p)
+	post := func(row map[string]any) serve.Row {
+		b, _ := json.Marshal(row)
+		resp, err := http.Post(base+"/run", "application/json", strings.NewReader(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		r, err := serve.ParseRow(body)
+		if resp.StatusCode != 200 || err != nil {
+			t.Fatalf("POST /run: %d %s", resp.StatusCode, body)
+		}
+		return r
+	}
+	row["responses_create_params"] = map[string]any{"input": []any{map[string]any{"role": "user", "content": row["problem_statement"]}}}
+	row["subset"], row["split"] = "verified", "test"
+	r := post(row)
+	if rew, _ := r.Number("reward"); rew != 1 || string(r["resolved"]) != "true" {
+		t.Errorf("reward %s resolved %s infra %s", r["reward"], r["resolved"], r["infra_error"])
+	}
+	var meta struct {
+		Report  map[string]json.RawMessage `json:"eval_report"`
+		Timings serve.Timings              `json:"timings"`
+	}
+	json.Unmarshal(r["metadata"], &meta)
+	if meta.Report["django__django-16901"] == nil || meta.Timings.BoxOpen <= 0 || meta.Timings.Grade <= 0 {
+		t.Errorf("metadata %s", r["metadata"])
+	}
+	t.Logf("timings %+v", meta.Timings)
+
+	for _, k := range []string{"eval_script", "image", "log_parser", "eval_type"} {
+		delete(row, k) // a row as Gym's swebench example has it
+	}
+	r = post(row)
+	if !strings.Contains(string(r["infra_error"]), "eval_script") {
+		t.Errorf("a row without eval_script: %s", r["infra_error"])
+	}
+
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, 2*time.Minute); code != 0 {
+		t.Errorf("exit %d\n%s", code, p.stderr.String())
+	}
+	if left := runContainers(t, b, p.cmd.Process.Pid); len(left) > 0 {
+		t.Errorf("containers left: %v", left)
+	}
+}
