@@ -212,7 +212,7 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 		return err
 	}
 	defer ro.close()
-	srv, err := serve.New(serve.Options{Rollouts: ro, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue})
+	srv, err := serve.New(serve.Options{Rollouts: ro, Tasks: ro.tasks, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue})
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type runRollouts struct {
 	mode     agent.Mode
 	limits   agent.Limits
 	sampling agent.Sampling
-	tasks    map[string]task.Task // --dataset, by instance_id
+	tasks    *serve.Tasks // --dataset, by instance_id, else each row's own fields
 	tmp      string
 	stderr   io.Writer
 }
@@ -63,19 +63,18 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 		ro.limits.MaxSteps, ro.limits.MaxStepsAbsolute = sf.StepLimit, sf.StepLimit
 	}
 	ro.sampling = af.sampling(fs.Changed)
+	var dataset []task.Task
 	if df.Dataset != "" {
-		tasks, err := df.load(cmd)
-		if err != nil {
+		if dataset, err = df.load(cmd); err != nil {
 			return nil, err
 		}
-		ro.tasks = make(map[string]task.Task, len(tasks))
-		for _, t := range tasks {
-			if _, err := grader.Choose(&t, sf.Reward); err != nil {
+		for i := range dataset {
+			if _, err := grader.Choose(&dataset[i], sf.Reward); err != nil {
 				return nil, err
 			}
-			ro.tasks[t.InstanceID] = t
 		}
 	}
+	ro.tasks = serve.NewTasks(dataset)
 	if ro.tmp, err = os.MkdirTemp("", "swerve-serve-"); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -84,43 +83,6 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 }
 
 func (ro *runRollouts) close() { os.RemoveAll(ro.tmp) }
-
-// task finds the row's task: in --dataset by instance_id, else from the
-// row's own fields.
-func (ro *runRollouts) task(ctx context.Context, req *serve.RolloutRequest, dir string) (*task.Task, error) {
-	if ro.tasks != nil {
-		if t, ok := ro.tasks[req.InstanceID]; ok {
-			return &t, nil
-		}
-		if _, has := req.Row["repo"]; !has {
-			return nil, fmt.Errorf("task %q: not in --dataset and the row has no task fields", req.InstanceID)
-		}
-	}
-	row := req.Row.Clone()
-	for _, k := range []string{"policy_base_url", "policy_api_key"} {
-		delete(row, k) // never written to disk
-	}
-	data, err := json.Marshal(row)
-	if err != nil {
-		return nil, err
-	}
-	path := filepath.Join(dir, "task.jsonl")
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
-		return nil, err
-	}
-	res, err := task.Load(ctx, path, task.LoadOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("task %q from the row: %w", req.InstanceID, err)
-	}
-	if len(res.Tasks) != 1 {
-		return nil, fmt.Errorf("task %q from the row: %d tasks", req.InstanceID, len(res.Tasks))
-	}
-	t := res.Tasks[0]
-	if _, err := grader.Choose(&t, ro.sf.Reward); err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
 
 // Rollout answers from --results_dir under --skip_if_exists, else runs the
 // rollout and keeps its result there.
@@ -189,8 +151,12 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
 	}
 	defer os.RemoveAll(dir)
-	t, err := ro.task(ctx, req, dir)
-	if err != nil {
+	if req.Task == nil {
+		return nil, fmt.Errorf("rollout %s: no task", req.RolloutID)
+	}
+	tc := *req.Task // Choose fills in the grader: on a copy
+	t := &tc
+	if _, err := grader.Choose(t, ro.sf.Reward); err != nil {
 		return &serve.RolloutResult{InfraError: string(run.KindTask), InfraDetail: err.Error()}, nil
 	}
 	name := ro.af.LLMName

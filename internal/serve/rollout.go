@@ -3,6 +3,8 @@ package serve
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/swerve-dev/swerve/internal/task"
 )
 
 // Rollouts runs one episode per call: open the task's box, let the policy
@@ -27,9 +29,12 @@ func (f RolloutsFunc) Rollout(ctx context.Context, req *RolloutRequest) (*Rollou
 // RolloutRequest is what one POST /run asks for.
 type RolloutRequest struct {
 	// Row is the whole Gym row as posted (task fields, wrapper fields,
-	// responses_create_params). The implementation loads the task from it,
-	// or from its dataset by InstanceID.
+	// responses_create_params).
 	Row Row
+	// Task is the row's task, found by Options.Tasks (in the dataset by
+	// instance_id, else from the row's fields); nil when the server has no
+	// Tasks.
+	Task *task.Task
 	// InstanceID is the row's instance_id ("" when it has none).
 	InstanceID string
 	// RolloutID names the rollout in logs: _ng_rollout_id, else

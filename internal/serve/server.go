@@ -39,6 +39,10 @@ const (
 type Options struct {
 	// Rollouts runs the episodes behind POST /run.
 	Rollouts Rollouts
+	// Tasks, when set, finds each row's task before it queues; a row whose
+	// task cannot be found is answered with an infrastructure row of kind
+	// "task" and never reaches Rollouts.
+	Tasks *Tasks
 	// Token, when set, is required as "Authorization: Bearer <token>" on
 	// every route but the health check.
 	Token string
@@ -271,6 +275,17 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	defer context.AfterFunc(s.hard, cancel)()
+
+	if s.opts.Tasks != nil {
+		t, err := s.opts.Tasks.Find(ctx, req.Row)
+		if err != nil {
+			res := &RolloutResult{InfraError: "task", InfraDetail: err.Error()}
+			s.met.observe(res, outcomeInfra)
+			writeJSON(w, http.StatusOK, buildRow(req, res))
+			return
+		}
+		req.Task = t
+	}
 
 	queuedAt := time.Now()
 	s.met.queued.Inc()
