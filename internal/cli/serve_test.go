@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // TestServeConfig reads a Gym agent config nested as Gym writes it: Gym's
@@ -84,5 +86,16 @@ func TestServeHelp(t *testing.T) {
 		if !strings.Contains(out.String(), flag) {
 			t.Errorf("serve --help lacks %s", flag)
 		}
+	}
+}
+
+// TestServeExampleConfig: the example config in examples/serve loads.
+func TestServeExampleConfig(t *testing.T) {
+	cmd := newServeCmd()
+	if err := applyServeConfig(cmd.Flags(), filepath.Join(testutil.RepoRoot(t), "examples", "serve", "swerve_agent.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if got := cmd.Flags().Lookup("env").Value.String(); got != "docker" {
+		t.Errorf("env %q", got)
 	}
 }

@@ -167,9 +167,9 @@ func (s *Server) authorized(r *http.Request) bool {
 
 // Serve answers on ln until drain closes or ctx ends. When drain closes it
 // drains: new and queued rollouts get 503, running ones finish and are
-// answered, then the listener closes. When ctx ends (a second signal) every rollout is
-// cancelled at once. Either way Serve returns only after every rollout has
-// returned and the OnShutdown functions have run.
+// answered, then the listener closes. When ctx ends (a second signal) every
+// rollout is cancelled at once. Either way Serve returns only after every
+// rollout has returned and the OnShutdown functions have run.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, drain <-chan struct{}) error {
 	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
