@@ -1,0 +1,228 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/serve"
+)
+
+func init() { register(newServeCmd) }
+
+// serveFlags are swerve serve's own flags; the Gym agent config keys keep
+// Gym's names and defaults.
+type serveFlags struct {
+	Listen           string
+	Token            string
+	Config           string
+	Concurrency      int
+	Queue            int
+	Env              string
+	CacheDirTemplate string
+	RunGolden        bool
+	EvalTimeout      time.Duration
+	SkipIfExists     bool
+	ResultsDir       string
+	StepLimit        int
+	Reward           string
+}
+
+func newServeCmd() *cobra.Command {
+	var (
+		df datasetFlags
+		bf boxFlags
+		af agentFlags
+		sf serveFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve rollouts to RL trainers over HTTP (NeMo Gym agent surface)",
+		Long: `serve is one long-running process that runs a rollout per request, the way a
+NeMo Gym agent server does:
+
+  POST /run                 a Gym row in (responses_create_params, the task's
+                            fields, optional policy_base_url / policy_api_key);
+                            the row out with response (an OpenAI Responses
+                            object), reward, resolved and metadata (patch, eval
+                            report, exit reason, timings)
+  POST /aggregate_metrics   Gym's reward profile of finished rows
+  GET  /                    {"status":"ok"}
+  GET  /metrics             Prometheus: rollouts running, queued, finished;
+                            rewards, exit reasons, box-open and grade latency
+
+The task comes from the row's own fields (any dialect swerve loads), or from
+--dataset by the row's instance_id. Each rollout's model calls go to the row's
+policy_base_url when it has one, else to --llm_name.
+
+A rollout that fails is still an answer with status 200: reward 0 and its exit
+reason, or, when the failure was outside the model (a box, an image, the
+engine, the policy server past its retries, the grader), reward 0 with an
+infra_error field that says so. Such rows say nothing about the policy.
+
+At most --concurrency rollouts run at once and --queue more wait; past that
+a request gets 429 with Retry-After. A client that disconnects cancels its
+rollout and frees its box. The first SIGTERM or Ctrl-C drains: new and queued
+rollouts get 503, running ones finish, then the server exits; a second one cancels the
+running rollouts at once. Boxes are always removed.
+
+Off loopback a bearer token is required (--token or SWERVE_TOKEN): serve
+refuses to start without one, and every route but GET / then needs
+"Authorization: Bearer <token>". NeMo Gym's own client sends no token: keep
+it on loopback or behind a proxy that adds one.
+
+--config FILE reads Gym's agent keys (concurrency, env, cache_dir_template,
+run_golden, step_timeout, eval_timeout, skip_if_exists, step_limit,
+collapse_limit) and any of the flags below, flat or nested the way a Gym
+config nests an agent (<name>: responses_api_agents: <impl>: ...); flags on
+the command line win.`,
+		Example: `  swerve serve --dataset verified-test.parquet --llm_name hosted_vllm/policy
+  swerve serve --config swerve_agent.yaml --listen 0.0.0.0:8000 --token "$SWERVE_TOKEN"
+  curl -s 127.0.0.1:8000/run -d @row.json | jq .reward`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if sf.Config != "" {
+				if err := applyServeConfig(cmd.Flags(), sf.Config); err != nil {
+					return err
+				}
+			}
+			return runServe(cmd, &df, &bf, &af, &sf)
+		},
+	}
+	df.register(cmd.Flags())
+	bf.register(cmd.Flags())
+	af.register(cmd.Flags())
+	fs := cmd.Flags()
+	// Gym's defaults for the keys the agent flags share.
+	setDefault(fs, "step_timeout", "600")
+	setDefault(fs, "collapse_limit", strconv.Itoa(agent.DefaultCollapseLimit))
+	fs.StringVar(&sf.Listen, "listen", serve.DefaultListen, "address to listen on (host:port)")
+	fs.StringVar(&sf.Token, "token", "", "bearer token every request but GET / must carry (default $SWERVE_TOKEN); required off loopback")
+	fs.StringVar(&sf.Config, "config", "", "YAML file with Gym's agent keys and these flags (flags win)")
+	fs.IntVar(&sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
+	fs.IntVar(&sf.Queue, "queue", serve.DefaultQueue, "rollouts that may wait for a slot; past that, 429")
+	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (not in this build); empty: --backend decides")
+	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity (unused with docker)")
+	fs.BoolVar(&sf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
+	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script, in seconds")
+	fs.BoolVar(&sf.SkipIfExists, "skip_if_exists", false, "answer from --results_dir when a result for the row's instance_id and model is there")
+	fs.StringVar(&sf.ResultsDir, "results_dir", "results", "where each rollout's answer is kept as <subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); empty: nowhere")
+	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
+	fs.StringVar(&sf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
+	return cmd
+}
+
+// setDefault changes a registered flag's default value.
+func setDefault(fs *pflag.FlagSet, name, value string) {
+	f := fs.Lookup(name)
+	if f == nil {
+		panic("serve: no flag " + name)
+	}
+	if err := f.Value.Set(value); err != nil {
+		panic(fmt.Sprintf("serve: flag %s: %v", name, err))
+	}
+	f.DefValue = f.Value.String()
+}
+
+// applyServeConfig sets every flag named in the config that the command
+// line did not set.
+func applyServeConfig(fs *pflag.FlagSet, path string) error {
+	m, err := serve.LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f := fs.Lookup(k)
+		if f == nil || k == "config" || k == "token" {
+			if k == "token" {
+				return fmt.Errorf("--config %s: token: give it with --token or SWERVE_TOKEN, not in a file", path)
+			}
+			return fmt.Errorf("--config %s: unknown key %q", path, k)
+		}
+		if f.Changed || m[k] == nil {
+			continue
+		}
+		var vals []string
+		switch v := m[k].(type) {
+		case []any:
+			for _, x := range v {
+				vals = append(vals, fmt.Sprint(x))
+			}
+		case bool:
+			vals = []string{strconv.FormatBool(v)}
+		case float64:
+			vals = []string{strconv.FormatFloat(v, 'f', -1, 64)}
+		default:
+			vals = []string{fmt.Sprint(v)}
+		}
+		if k == "cache_dir_template" && len(vals) == 1 && vals[0] == "???" {
+			continue // Gym's "required" marker: only singularity needs it
+		}
+		for _, v := range vals {
+			if err := fs.Set(k, v); err != nil {
+				return fmt.Errorf("--config %s: %s: %w", path, k, err)
+			}
+		}
+	}
+	return nil
+}
+
+func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, sf *serveFlags) error {
+	ctx := cmd.Context()
+	stderr := cmd.ErrOrStderr()
+	if sf.Token == "" {
+		sf.Token = os.Getenv("SWERVE_TOKEN")
+	}
+	if err := serve.CheckListen(sf.Listen, sf.Token); err != nil {
+		return err
+	}
+	switch sf.Env {
+	case "":
+	case "docker":
+		if cmd.Flags().Changed("backend") && bf.Backend != "docker" {
+			return fmt.Errorf("--env docker and --backend %s: give one", bf.Backend)
+		}
+		bf.Backend = "docker"
+	case "singularity":
+		return errors.New("--env singularity: this build has no singularity/apptainer backend; use env: docker")
+	default:
+		return fmt.Errorf("--env %q: want docker or singularity", sf.Env)
+	}
+	if sf.Concurrency <= 0 {
+		return fmt.Errorf("--concurrency %d: must be at least 1", sf.Concurrency)
+	}
+	if sf.Queue < 0 {
+		return fmt.Errorf("--queue %d: must be 0 or more", sf.Queue)
+	}
+	ro, err := newRunRollouts(cmd, df, bf, af, sf)
+	if err != nil {
+		return err
+	}
+	defer ro.close()
+	srv, err := serve.New(serve.Options{Rollouts: ro, Tasks: ro.tasks, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", sf.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", sf.Listen, err)
+	}
+	drain := gracefulStop(ctx, "draining: new and queued rollouts get 503, running ones finish")
+	fmt.Fprintf(stderr, "swerve serve: listening on http://%s (concurrency %d, queue %d)\n", ln.Addr(), sf.Concurrency, sf.Queue)
+	err = srv.Serve(ctx, ln, drain)
+	fmt.Fprintf(stderr, "swerve serve: stopped\n")
+	return err
+}

@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/run"
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/serve"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// runRollouts runs each /run rollout as a one-task run.Run in a temporary
+// directory: the same episode, integrity rules and error classes as swerve
+// run. It is the first backing of serve.Rollouts; the shared episode
+// package replaces it.
+type runRollouts struct {
+	af       *agentFlags
+	bf       *boxFlags
+	sf       *serveFlags
+	scaffold *agent.Scaffold
+	mode     agent.Mode
+	limits   agent.Limits
+	sampling agent.Sampling
+	tasks    *serve.Tasks // --dataset, by instance_id, else each row's own fields
+	tmp      string
+	stderr   io.Writer
+}
+
+func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, sf *serveFlags) (*runRollouts, error) {
+	ctx := cmd.Context()
+	ro := &runRollouts{af: af, bf: bf, sf: sf, stderr: cmd.ErrOrStderr()}
+	var err error
+	if sf.RunGolden || af.LLMName == "" {
+		// Without --llm_name every row must bring its policy_base_url.
+		if ro.scaffold, err = agent.Lookup(af.Scaffold); err != nil {
+			return nil, fmt.Errorf("--scaffold: %w", err)
+		}
+		if ro.mode, err = agent.ModeFor(ro.scaffold, af.FnCalling.ptr()); err != nil {
+			return nil, fmt.Errorf("--use_fn_calling: %w", err)
+		}
+	} else if ro.scaffold, ro.mode, err = af.setup(); err != nil {
+		return nil, err
+	}
+	if _, err := bf.resolve(ctx); err != nil {
+		return nil, err
+	}
+	ro.limits = af.limits()
+	fs := cmd.Flags()
+	if !fs.Changed("max_steps") && !fs.Changed("max_steps_absolute") {
+		ro.limits.MaxSteps, ro.limits.MaxStepsAbsolute = sf.StepLimit, sf.StepLimit
+	}
+	ro.sampling = af.sampling(fs.Changed)
+	var dataset []task.Task
+	if df.Dataset != "" {
+		if dataset, err = df.load(cmd); err != nil {
+			return nil, err
+		}
+		for i := range dataset {
+			if _, err := grader.Choose(&dataset[i], sf.Reward); err != nil {
+				return nil, err
+			}
+		}
+	}
+	ro.tasks = serve.NewTasks(dataset)
+	if ro.tmp, err = os.MkdirTemp("", "swerve-serve-"); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
+	cleanupOrphans(ctx, ro.stderr)
+	return ro, nil
+}
+
+func (ro *runRollouts) close() { os.RemoveAll(ro.tmp) }
+
+// Rollout answers from --results_dir under --skip_if_exists, else runs the
+// rollout and keeps its result there.
+func (ro *runRollouts) Rollout(ctx context.Context, req *serve.RolloutRequest) (*serve.RolloutResult, error) {
+	path := ro.resultPath(req)
+	if path != "" && ro.sf.SkipIfExists {
+		if data, err := os.ReadFile(path); err == nil {
+			var res serve.RolloutResult
+			if err := json.Unmarshal(data, &res); err == nil {
+				return &res, nil
+			}
+		}
+	}
+	res, err := ro.rollout(ctx, req)
+	if err == nil && path != "" && res.InfraError == "" {
+		if data, e := json.Marshal(res); e == nil {
+			if e := writeFileAtomic(path, data); e != nil {
+				fmt.Fprintf(ro.stderr, "swerve serve: keep result: %v\n", e)
+			}
+		}
+	}
+	return res, err
+}
+
+// resultPath is Gym's results/{subset}/{model}/{id}/{id}.json under
+// --results_dir ("" when results are not kept or the row names no task).
+func (ro *runRollouts) resultPath(req *serve.RolloutRequest) string {
+	if ro.sf.ResultsDir == "" || req.InstanceID == "" || strings.ContainsAny(req.InstanceID, "/\\") || strings.HasPrefix(req.InstanceID, ".") {
+		return ""
+	}
+	model := cmpOr(ro.af.LLMName, cmpOr(req.Params.Model, "policy"))
+	if ro.sf.RunGolden {
+		model = "golden"
+	}
+	model = strings.NewReplacer("/", "_", "\\", "_").Replace(model)
+	subset := strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(cmpOr(req.Row.String("subset"), "default"))
+	return filepath.Join(ro.sf.ResultsDir, subset, model, req.InstanceID, req.InstanceID+".json")
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".result-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// rollout runs one task through run.Run and reads its record back.
+func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (*serve.RolloutResult, error) {
+	start := time.Now()
+	dir, err := os.MkdirTemp(ro.tmp, "rollout-")
+	if err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
+	}
+	defer os.RemoveAll(dir)
+	if req.Task == nil {
+		return nil, fmt.Errorf("rollout %s: no task", req.RolloutID)
+	}
+	tc := *req.Task // Choose fills in the grader: on a copy
+	t := &tc
+	if _, err := grader.Choose(t, ro.sf.Reward); err != nil {
+		return &serve.RolloutResult{InfraError: string(run.KindTask), InfraDetail: err.Error()}, nil
+	}
+	name := ro.af.LLMName
+	if name == "" {
+		if req.PolicyBaseURL == "" && !ro.sf.RunGolden {
+			return &serve.RolloutResult{InfraError: string(run.KindLLM),
+				InfraDetail: fmt.Sprintf("task %s: the row has no policy_base_url and swerve serve has no --llm_name", t.InstanceID)}, nil
+		}
+		name = "hosted_vllm/" + cmpOr(req.Params.Model, "policy")
+	}
+	sampling := ro.sampling
+	if p := req.Params.Temperature; p != nil {
+		sampling.Temperature = p
+	}
+	if p := req.Params.TopP; p != nil {
+		sampling.TopP = p
+	}
+	if p := req.Params.MaxOutputTokens; p != nil {
+		sampling.MaxTokens = *p
+	}
+	newModel := func(s *agent.Scaffold, t *task.Task, workdir string, mode agent.Mode) (llm.Client, error) {
+		if name == agent.OracleName {
+			return agent.NewOracle(s, t, workdir, mode)
+		}
+		return llm.New(name, llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey})
+	}
+	var boxOpen atomic.Int64 // nanoseconds the first box (the agent's) took to open
+	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		opened := time.Now()
+		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
+		box, _, err := ro.bf.open(ctx, *t, io.Discard)
+		if err != nil {
+			return nil, "", err
+		}
+		wd, err := repoDir(ctx, box, ro.bf.Workdir)
+		if err != nil {
+			box.Close(context.WithoutCancel(ctx))
+			return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
+		}
+		return box, wd, nil
+	}
+	var failed *run.Event
+	_, err = run.Run(ctx, run.Options{
+		Tasks: []task.Task{*t}, TrajDir: dir, ExpName: "rollout", Workers: 1,
+		Scaffold: ro.scaffold.Name, Mode: ro.mode, ModelName: name, NewModel: newModel, Open: opener,
+		Limits: ro.limits, Sampling: sampling, EvalTimeout: ro.sf.EvalTimeout, Reward: ro.sf.Reward,
+		RunGolden: ro.sf.RunGolden, GradeIn: "fresh", MaxAttempts: 1, Box: ro.bf.boxSettings(),
+		Events: func(e run.Event) {
+			if e.Kind == run.EventError {
+				failed = &e
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
+	}
+	if failed != nil {
+		return &serve.RolloutResult{InfraError: cmpOr(string(failed.ErrorKind), "error"), InfraDetail: failed.Reason,
+			Timings: serve.Timings{Total: time.Since(start).Seconds()}}, nil
+	}
+	rec, err := readRecord(filepath.Join(run.TaskDir(dir, t.InstanceID), "result.json"))
+	if err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
+	}
+	res := &serve.RolloutResult{Model: name, Patch: rec.Patch, Reward: rec.Reward, Resolved: rec.Reward >= 1,
+		EvalReport: rec.Report, ExitReason: rec.ExitReason,
+		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: rec.RewardCalcTime,
+			Total: time.Since(start).Seconds()}}
+	if tr := rec.Trajectory; tr != nil {
+		res.Input, res.Output = serve.FromChat(tr.Messages, nil)
+		res.Steps = len(tr.Steps)
+		var u llm.Usage
+		for _, s := range tr.Steps {
+			u = u.Add(s.Usage)
+		}
+		res.Usage = &serve.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.TotalTokens}
+		res.Timings.Agent = max(0, res.Timings.Total-res.Timings.Grade-res.Timings.BoxOpen)
+	}
+	return res, nil
+}
+
+// readRecord reads the record (the journal entry) of a one-task run.
+func readRecord(path string) (*run.Record, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the record: %w", err)
+	}
+	var rec run.Record
+	if err := json.Unmarshal(data, &rec); err != nil {
+		return nil, fmt.Errorf("read the record %s: %w", path, err)
+	}
+	return &rec, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
