@@ -1,23 +1,18 @@
 package serve
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-)
-
-// metrics are the server's Prometheus series, registered on a registry of
-// their own (one per Server, so tests can run several).
+// metrics are the server's Prometheus series, on a registry of their own
+// (one per Server, so tests can run several).
 type metrics struct {
-	reg       *prometheus.Registry
-	running   prometheus.Gauge
-	queued    prometheus.Gauge
-	finished  *prometheus.CounterVec // outcome: resolved, unresolved, infra_error, cancelled
-	rejected  *prometheus.CounterVec // reason: queue_full, draining
-	rewardSum prometheus.Counter
-	exits     *prometheus.CounterVec // exit_reason
-	boxOpen   prometheus.Histogram
-	grade     prometheus.Histogram
-	total     prometheus.Histogram
+	reg       *registry
+	running   *value
+	queued    *value
+	finished  *counterVec // outcome: resolved, unresolved, infra_error, cancelled
+	rejected  *counterVec // reason: queue_full, draining
+	rewardSum *value
+	exits     *counterVec // exit_reason
+	boxOpen   *histogram
+	grade     *histogram
+	total     *histogram
 }
 
 // Outcomes of a finished rollout, the "outcome" label.
@@ -31,34 +26,16 @@ const (
 func newMetrics() *metrics {
 	secs := []float64{.01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600}
 	m := &metrics{
-		reg: prometheus.NewRegistry(),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "swerve_rollouts_running", Help: "Rollouts running now.",
-		}),
-		queued: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "swerve_rollouts_queued", Help: "Rollouts accepted and waiting for a slot.",
-		}),
-		finished: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "swerve_rollouts_finished_total", Help: "Rollouts finished, by outcome.",
-		}, []string{"outcome"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "swerve_rollouts_rejected_total", Help: "Requests refused before running, by reason.",
-		}, []string{"reason"}),
-		rewardSum: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "swerve_reward_sum_total", Help: "Sum of the rewards of finished rollouts.",
-		}),
-		exits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "swerve_exit_reasons_total", Help: "Finished rollouts by the agent's exit reason.",
-		}, []string{"exit_reason"}),
-		boxOpen: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "swerve_box_open_seconds", Help: "Time to open a task's box.", Buckets: secs,
-		}),
-		grade: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "swerve_grade_seconds", Help: "Time to grade a patch in a fresh box.", Buckets: secs,
-		}),
-		total: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "swerve_rollout_seconds", Help: "Wall time of a whole rollout, queue excluded.", Buckets: secs,
-		}),
+		reg:       &registry{},
+		running:   newGauge("swerve_rollouts_running", "Rollouts running now."),
+		queued:    newGauge("swerve_rollouts_queued", "Rollouts accepted and waiting for a slot."),
+		finished:  newCounterVec("swerve_rollouts_finished_total", "Rollouts finished, by outcome.", "outcome"),
+		rejected:  newCounterVec("swerve_rollouts_rejected_total", "Requests refused before running, by reason.", "reason"),
+		rewardSum: newCounter("swerve_reward_sum_total", "Sum of the rewards of finished rollouts."),
+		exits:     newCounterVec("swerve_exit_reasons_total", "Finished rollouts by the agent's exit reason.", "exit_reason"),
+		boxOpen:   newHistogram("swerve_box_open_seconds", "Time to open a task's box.", secs),
+		grade:     newHistogram("swerve_grade_seconds", "Time to grade a patch in a fresh box.", secs),
+		total:     newHistogram("swerve_rollout_seconds", "Wall time of a whole rollout, queue excluded.", secs),
 	}
 	for _, o := range []string{outcomeResolved, outcomeUnresolved, outcomeInfra, outcomeCancelled} {
 		m.finished.WithLabelValues(o)
@@ -66,9 +43,7 @@ func newMetrics() *metrics {
 	for _, r := range []string{"queue_full", "draining"} {
 		m.rejected.WithLabelValues(r)
 	}
-	m.reg.MustRegister(m.running, m.queued, m.finished, m.rejected, m.rewardSum, m.exits,
-		m.boxOpen, m.grade, m.total,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.add(m.running, m.queued, m.finished, m.rejected, m.rewardSum, m.exits, m.boxOpen, m.grade, m.total)
 	return m
 }
 

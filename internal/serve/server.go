@@ -22,8 +22,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // Defaults, with Gym's names where Gym has the setting.
@@ -102,7 +100,7 @@ func New(opts Options) (*Server, error) {
 	s.idle = sync.NewCond(&s.activeMu)
 	s.drainCh = make(chan struct{})
 	s.mux.HandleFunc("GET /{$}", s.health)
-	s.mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	s.mux.Handle("GET /metrics", s.met.reg)
 	s.mux.HandleFunc("POST /run", s.run)
 	s.mux.HandleFunc("POST /aggregate_metrics", s.aggregate)
 	return s, nil
