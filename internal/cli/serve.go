@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/serve"
+	"github.com/swerve-dev/swerve/internal/serve/sessions"
 )
 
 func init() { register(newServeCmd) }
@@ -34,6 +36,8 @@ type serveFlags struct {
 	ResultsDir       string
 	StepLimit        int
 	Reward           string
+	MaxSessions      int
+	SessionTTL       time.Duration
 }
 
 func newServeCmd() *cobra.Command {
@@ -58,6 +62,16 @@ NeMo Gym agent server does:
   GET  /                    {"status":"ok"}
   GET  /metrics             Prometheus: rollouts running, queued, finished;
                             rewards, exit reasons, box-open and grade latency
+
+For trainers that call the tools themselves, a box kept open per session
+(at most --max_sessions, closed after --session_ttl unused):
+  POST /seed_session        NeMo Gym's resources surface: opens the row's box
+                            (session cookie on every answer); then POST /bash,
+                            /str_replace_editor, /file_editor, /search, and
+                            POST /verify (grades the box's diff in a fresh box)
+  POST /sandboxes           verl's sandbox tools: one box per request_id;
+                            POST /sandboxes/{id}/execute (bash, submit_solution
+                            → the reward), DELETE /sandboxes/{id}
 
 The task comes from the row's own fields (any dialect swerve loads), or from
 --dataset by the row's instance_id. Each rollout's model calls go to the row's
@@ -117,6 +131,8 @@ the command line win.`,
 	fs.StringVar(&sf.ResultsDir, "results_dir", "results", "where each rollout's answer is kept as <subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); empty: nowhere")
 	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
 	fs.StringVar(&sf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
+	fs.IntVar(&sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
+	secondsVar(fs, &sf.SessionTTL, "session_ttl", sessions.DefaultTTL, "a session left unused this long is closed and its box removed")
 	return cmd
 }
 
@@ -216,6 +232,15 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if err != nil {
 		return err
 	}
+	// The trainer-driven surfaces: NeMo Gym's resources server and verl's
+	// sandbox tools, one box per session, behind the same token.
+	sess := sessions.New(sessions.Options{
+		Open: ro.open, Tasks: sessions.NewCatalog(ro.dataset, true),
+		Verifier:    sessions.GraderVerifier{Open: ro.open, Reward: sf.Reward, EvalTimeout: sf.EvalTimeout},
+		MaxSessions: sf.MaxSessions, TTL: sf.SessionTTL, StepTimeout: af.StepTimeout, Reward: sf.Reward,
+	})
+	sessions.Register(srv.Mux(), sess)
+	srv.OnShutdown(func(ctx context.Context) { sess.Close(ctx) })
 	ln, err := net.Listen("tcp", sf.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", sf.Listen, err)

@@ -35,6 +35,7 @@ type runRollouts struct {
 	limits   agent.Limits
 	sampling agent.Sampling
 	tasks    *serve.Tasks // --dataset, by instance_id, else each row's own fields
+	dataset  []task.Task
 	tmp      string
 	stderr   io.Writer
 }
@@ -75,6 +76,7 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 		}
 	}
 	ro.tasks = serve.NewTasks(dataset)
+	ro.dataset = dataset
 	if ro.tmp, err = os.MkdirTemp("", "swerve-serve-"); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
@@ -83,6 +85,20 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 }
 
 func (ro *runRollouts) close() { os.RemoveAll(ro.tmp) }
+
+// open opens a task's box with the box flags and finds the repository in it.
+func (ro *runRollouts) open(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+	box, _, err := ro.bf.open(ctx, *t, io.Discard)
+	if err != nil {
+		return nil, "", err
+	}
+	wd, err := repoDir(ctx, box, ro.bf.Workdir)
+	if err != nil {
+		box.Close(context.WithoutCancel(ctx))
+		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	return box, wd, nil
+}
 
 // Rollout answers from --results_dir under --skip_if_exists, else runs the
 // rollout and keeps its result there.
@@ -187,16 +203,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
 		opened := time.Now()
 		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
-		box, _, err := ro.bf.open(ctx, *t, io.Discard)
-		if err != nil {
-			return nil, "", err
-		}
-		wd, err := repoDir(ctx, box, ro.bf.Workdir)
-		if err != nil {
-			box.Close(context.WithoutCancel(ctx))
-			return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
-		}
-		return box, wd, nil
+		return ro.open(ctx, t)
 	}
 	var failed *run.Event
 	_, err = run.Run(ctx, run.Options{

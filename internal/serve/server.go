@@ -130,6 +130,10 @@ func isLoopback(host string) bool {
 // surfaces) behind the same auth. pattern is a net/http ServeMux pattern.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// Mux is the server's own mux, for surfaces that register several routes
+// (internal/serve/sessions). Its routes sit behind the server's token.
+func (s *Server) Mux() *http.ServeMux { return s.mux }
+
 // OnShutdown registers f to run once the server has stopped taking
 // requests, before Serve returns: surfaces with boxes of their own remove
 // them there.
