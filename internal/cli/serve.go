@@ -38,6 +38,7 @@ type serveFlags struct {
 	Reward           string
 	MaxSessions      int
 	SessionTTL       time.Duration
+	TokenIDs         bool
 }
 
 func newServeCmd() *cobra.Command {
@@ -131,6 +132,7 @@ the command line win.`,
 	fs.StringVar(&sf.ResultsDir, "results_dir", "results", "where each rollout's answer is kept as <subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); empty: nowhere")
 	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
 	fs.StringVar(&sf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
+	fs.BoolVar(&sf.TokenIDs, "token_ids", false, "ask the policy server for token ids and log-probs (vLLM, NeMo RL and Gym model servers give them) and put them on every model output item, contiguous across turns; a server that does not give them fails the rollout")
 	fs.IntVar(&sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
 	secondsVar(fs, &sf.SessionTTL, "session_ttl", sessions.DefaultTTL, "a session left unused this long is closed and its box removed")
 	return cmd

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/llm/llmtest"
 	"github.com/swerve-dev/swerve/internal/serve"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -346,5 +347,63 @@ func TestServeRealTasks(t *testing.T) {
 	}
 	if left := runContainers(t, b, p.cmd.Process.Pid); len(left) > 0 {
 		t.Errorf("containers left: %v", left)
+	}
+}
+
+// TestServeTokenIDs: with --token_ids, a rollout against a vLLM-style
+// policy server (NeMo RL's way: the three fields on each reply) answers
+// with the token fields on the last output item of every model call,
+// contiguous across turns as NeMo RL asserts.
+func TestServeTokenIDs(t *testing.T) {
+	testutil.NeedPytest(t)
+	call := func(name, args string) llmtest.Turn {
+		return llmtest.Turn{Content: "Next step.", ToolCalls: []llmtest.ToolCall{{Name: name, Arguments: json.RawMessage(args)}}}
+	}
+	policy := llmtest.NewVLLMServer(t, llmtest.StyleNeMoRL,
+		call("execute_bash", `{"cmd":"ls"}`),
+		call("execute_bash", `{"cmd":"git status --short"}`),
+		call("finish", `{"result":"No change."}`),
+	)
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	data, _ := e2eDataset(t, work, 1)
+	p := startSwerve(t, e2eEnv(t, tmp), work, nil, "serve", "--listen", "127.0.0.1:0", "--scaffold", "r2egym",
+		"--use_fn_calling", "True", "--token_ids", "--backend", "local", "--results_dir", "")
+	base := waitListening(t, p)
+	var row map[string]any
+	for _, r := range readRows(t, data) {
+		if r["instance_id"] == "sample__calc-1" {
+			row = r
+		}
+	}
+	row["responses_create_params"] = map[string]any{"input": []any{}, "temperature": 1.0, "model": "policy"}
+	row["policy_base_url"], row["policy_api_key"] = policy.URL, "dummy_key"
+	b, _ := json.Marshal(row)
+	resp, err := http.Post(base+"/run", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r, _ := serve.ParseRow(body)
+	if resp.StatusCode != 200 || r["infra_error"] != nil {
+		t.Fatalf("answer %d: %.2000s\nstderr:\n%s", resp.StatusCode, body, p.stderr.String())
+	}
+	var out serve.Response
+	if err := json.Unmarshal(r["response"], &out); err != nil {
+		t.Fatal(err)
+	}
+	withTokens := 0
+	for _, it := range out.Output {
+		if len(it.GenerationTokenIDs) > 0 {
+			withTokens++
+		}
+	}
+	if withTokens != 3 {
+		t.Errorf("%d output items carry token ids, want 3 (one per model call)\n%.3000s", withTokens, r["response"])
+	}
+	if err := serve.CheckTokens(out.Output); err != nil {
+		t.Errorf("NeMo RL's contiguity rule: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,18 +15,16 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
-	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/serve"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
-// runRollouts runs each /run rollout as a one-task run.Run in a temporary
-// directory: the same episode, integrity rules and error classes as swerve
-// run. It is the first backing of serve.Rollouts; the shared episode
-// package replaces it.
+// runRollouts runs each /run rollout through internal/episode, the episode
+// swerve run uses: the same integrity rules and error classes.
 type runRollouts struct {
 	af       *agentFlags
 	bf       *boxFlags
@@ -36,7 +35,6 @@ type runRollouts struct {
 	sampling agent.Sampling
 	tasks    *serve.Tasks // --dataset, by instance_id, else each row's own fields
 	dataset  []task.Task
-	tmp      string
 	stderr   io.Writer
 }
 
@@ -77,14 +75,11 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 	}
 	ro.tasks = serve.NewTasks(dataset)
 	ro.dataset = dataset
-	if ro.tmp, err = os.MkdirTemp("", "swerve-serve-"); err != nil {
-		return nil, fmt.Errorf("serve: %w", err)
-	}
 	cleanupOrphans(ctx, ro.stderr)
 	return ro, nil
 }
 
-func (ro *runRollouts) close() { os.RemoveAll(ro.tmp) }
+func (ro *runRollouts) close() {}
 
 // open opens a task's box with the box flags and finds the repository in it.
 func (ro *runRollouts) open(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
@@ -129,12 +124,12 @@ func (ro *runRollouts) resultPath(req *serve.RolloutRequest) string {
 	if ro.sf.ResultsDir == "" || req.InstanceID == "" || strings.ContainsAny(req.InstanceID, "/\\") || strings.HasPrefix(req.InstanceID, ".") {
 		return ""
 	}
-	model := cmpOr(ro.af.LLMName, cmpOr(req.Params.Model, "policy"))
+	model := cmp.Or(ro.af.LLMName, cmp.Or(req.Params.Model, "policy"))
 	if ro.sf.RunGolden {
 		model = "golden"
 	}
 	model = strings.NewReplacer("/", "_", "\\", "_").Replace(model)
-	subset := strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(cmpOr(req.Row.String("subset"), "default"))
+	subset := strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(cmp.Or(req.Row.String("subset"), "default"))
 	return filepath.Join(ro.sf.ResultsDir, subset, model, req.InstanceID, req.InstanceID+".json")
 }
 
@@ -159,29 +154,26 @@ func writeFileAtomic(path string, data []byte) error {
 	return err
 }
 
-// rollout runs one task through run.Run and reads its record back.
+// rollout runs one task's episode (internal/episode: the box, hidden tests
+// removed, the agent, grading in a fresh box, tamper checks, failures
+// outside the model kept apart) and turns its result into Gym's terms.
 func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (*serve.RolloutResult, error) {
 	start := time.Now()
-	dir, err := os.MkdirTemp(ro.tmp, "rollout-")
-	if err != nil {
-		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
-	}
-	defer os.RemoveAll(dir)
 	if req.Task == nil {
 		return nil, fmt.Errorf("rollout %s: no task", req.RolloutID)
 	}
 	tc := *req.Task // Choose fills in the grader: on a copy
 	t := &tc
 	if _, err := grader.Choose(t, ro.sf.Reward); err != nil {
-		return &serve.RolloutResult{InfraError: string(run.KindTask), InfraDetail: err.Error()}, nil
+		return &serve.RolloutResult{InfraError: string(episode.KindTask), InfraDetail: err.Error()}, nil
 	}
 	name := ro.af.LLMName
 	if name == "" {
 		if req.PolicyBaseURL == "" && !ro.sf.RunGolden {
-			return &serve.RolloutResult{InfraError: string(run.KindLLM),
+			return &serve.RolloutResult{InfraError: string(episode.KindLLM),
 				InfraDetail: fmt.Sprintf("task %s: the row has no policy_base_url and swerve serve has no --llm_name", t.InstanceID)}, nil
 		}
-		name = "hosted_vllm/" + cmpOr(req.Params.Model, "policy")
+		name = "hosted_vllm/" + cmp.Or(req.Params.Model, "policy")
 	}
 	sampling := ro.sampling
 	if p := req.Params.Temperature; p != nil {
@@ -197,7 +189,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		if name == agent.OracleName {
 			return agent.NewOracle(s, t, workdir, mode)
 		}
-		return llm.New(name, llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey})
+		return llm.New(name, llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey, TokenIDs: ro.sf.TokenIDs})
 	}
 	var boxOpen atomic.Int64 // nanoseconds the first box (the agent's) took to open
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
@@ -205,35 +197,48 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
 		return ro.open(ctx, t)
 	}
-	var failed *run.Event
-	_, err = run.Run(ctx, run.Options{
-		Tasks: []task.Task{*t}, TrajDir: dir, ExpName: "rollout", Workers: 1,
-		Scaffold: ro.scaffold.Name, Mode: ro.mode, ModelName: name, NewModel: newModel, Open: opener,
-		Limits: ro.limits, Sampling: sampling, EvalTimeout: ro.sf.EvalTimeout, Reward: ro.sf.Reward,
-		RunGolden: ro.sf.RunGolden, GradeIn: "fresh", MaxAttempts: 1, Box: ro.bf.boxSettings(),
-		Events: func(e run.Event) {
-			if e.Kind == run.EventError {
-				failed = &e
+	spec := episode.Spec{
+		Task: t, Mode: ro.mode, NewModel: newModel, Open: opener, Limits: ro.limits, Sampling: sampling,
+		Iterations: 1, Gold: ro.sf.RunGolden,
+		Grade: episode.GradeOptions{Open: ro.open, In: episode.GradeFresh, Reward: ro.sf.Reward, EvalTimeout: ro.sf.EvalTimeout},
+	}
+	if !ro.sf.RunGolden {
+		s, err := agent.Lookup(ro.scaffold.Name)
+		if err != nil {
+			return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
+		}
+		if o := ro.af.override; o != nil {
+			if err := o.Apply(s); err != nil {
+				return nil, fmt.Errorf("rollout %s: --args_path: %w", req.RolloutID, err)
 			}
-		},
-	})
+		}
+		spec.Scaffold = s
+	}
+	ep, err := episode.Run(ctx, spec)
 	if err != nil {
 		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
 	}
-	if failed != nil {
-		return &serve.RolloutResult{InfraError: cmpOr(string(failed.ErrorKind), "error"), InfraDetail: failed.Reason,
-			Timings: serve.Timings{Total: time.Since(start).Seconds()}}, nil
-	}
-	rec, err := readRecord(filepath.Join(run.TaskDir(dir, t.InstanceID), "result.json"))
-	if err != nil {
-		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
-	}
-	res := &serve.RolloutResult{Model: name, Patch: rec.Patch, Reward: rec.Reward, Resolved: rec.Reward >= 1,
-		EvalReport: rec.Report, ExitReason: rec.ExitReason,
-		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: rec.RewardCalcTime,
+	res := &serve.RolloutResult{Model: cmp.Or(ep.Model, name), Patch: ep.Patch, Reward: ep.Reward, Resolved: ep.Reward >= 1,
+		EvalReport: ep.Report, ExitReason: string(ep.ExitReason),
+		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: ep.Timings.Grade.Seconds(),
 			Total: time.Since(start).Seconds()}}
-	if tr := rec.Trajectory; tr != nil {
-		res.Input, res.Output = serve.FromChat(tr.Messages, nil)
+	if f := ep.Failure; f != nil {
+		res.InfraError, res.InfraDetail = cmp.Or(string(f.Kind), "error"), f.Err.Error()
+		res.Reward, res.Resolved = 0, false
+	}
+	if tr := ep.Trajectory; tr != nil {
+		var tokens []*serve.Tokens
+		for _, m := range tr.Messages {
+			if m.Role != llm.RoleAssistant {
+				continue
+			}
+			var tk *serve.Tokens
+			if m.HasTokenIDs() {
+				tk = &serve.Tokens{PromptTokenIDs: m.PromptTokenIDs, GenerationTokenIDs: m.GenerationTokenIDs, GenerationLogProbs: m.GenerationLogProbs}
+			}
+			tokens = append(tokens, tk)
+		}
+		res.Input, res.Output = serve.FromChat(tr.Messages, tokens)
 		res.Steps = len(tr.Steps)
 		var u llm.Usage
 		for _, s := range tr.Steps {
@@ -243,24 +248,4 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		res.Timings.Agent = max(0, res.Timings.Total-res.Timings.Grade-res.Timings.BoxOpen)
 	}
 	return res, nil
-}
-
-// readRecord reads the record (the journal entry) of a one-task run.
-func readRecord(path string) (*run.Record, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read the record: %w", err)
-	}
-	var rec run.Record
-	if err := json.Unmarshal(data, &rec); err != nil {
-		return nil, fmt.Errorf("read the record %s: %w", path, err)
-	}
-	return &rec, nil
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
