@@ -242,6 +242,17 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 		MaxSessions: sf.MaxSessions, TTL: sf.SessionTTL, StepTimeout: af.StepTimeout, Reward: sf.Reward,
 	})
 	sessions.Register(srv.Mux(), sess)
+	for _, m := range []struct {
+		name, help, typ string
+		f               func(sessions.Stats) int
+	}{
+		{"swerve_sessions_open", "Sessions (boxes) open or opening now.", "gauge", func(s sessions.Stats) int { return s.Open }},
+		{"swerve_sessions_opened_total", "Session boxes opened.", "counter", func(s sessions.Stats) int { return s.Opened }},
+		{"swerve_sessions_reaped_total", "Sessions closed for being unused past --session_ttl.", "counter", func(s sessions.Stats) int { return s.Reaped }},
+		{"swerve_sessions_verified_total", "Session verifications that produced a verdict.", "counter", func(s sessions.Stats) int { return s.Verified }},
+	} {
+		srv.AddMetric(m.name, m.help, m.typ, func() float64 { return float64(m.f(sess.Stats())) })
+	}
 	srv.OnShutdown(func(ctx context.Context) { sess.Close(ctx) })
 	ln, err := net.Listen("tcp", sf.Listen)
 	if err != nil {

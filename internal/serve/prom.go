@@ -88,6 +88,17 @@ func (g *value) write(w *bufio.Writer) {
 	fmt.Fprintf(w, "%s %s\n", g.name, num(v))
 }
 
+// funcValue is a series read from a function at each scrape.
+type funcValue struct {
+	name, help, typ string
+	f               func() float64
+}
+
+func (g *funcValue) write(w *bufio.Writer) {
+	header(w, g.name, g.help, g.typ)
+	fmt.Fprintf(w, "%s %s\n", g.name, num(g.f()))
+}
+
 // counterVec is a counter per value of one label.
 type counterVec struct {
 	name, help, label string

@@ -130,6 +130,12 @@ func isLoopback(host string) bool {
 // surfaces) behind the same auth. pattern is a net/http ServeMux pattern.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
+// AddMetric adds a series to /metrics, read from f at each scrape; typ is
+// "gauge" or "counter" (surfaces mounted on Mux report their state so).
+func (s *Server) AddMetric(name, help, typ string, f func() float64) {
+	s.met.reg.add(&funcValue{name: name, help: help, typ: typ, f: f})
+}
+
 // Mux is the server's own mux, for surfaces that register several routes
 // (internal/serve/sessions). Its routes sit behind the server's token.
 func (s *Server) Mux() *http.ServeMux { return s.mux }

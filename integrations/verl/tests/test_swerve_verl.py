@@ -12,6 +12,7 @@ import os
 import sys
 import types
 import unittest
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -80,6 +81,19 @@ async def call_tool(tool: BaseTool, tools_kwargs: dict, args: dict, request_id: 
 
 
 def sandbox_count() -> int:
+    """Boxes the server holds open: swerve serve's swerve_sessions_open
+    series, or the bare handler's test-only route."""
+    req = urllib.request.Request(URL + "/metrics")
+    if os.environ.get("SWERVE_TOKEN"):
+        req.add_header("Authorization", "Bearer " + os.environ["SWERVE_TOKEN"])
+    try:
+        with urllib.request.urlopen(req) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("swerve_sessions_open "):
+                    return int(float(line.split()[1]))
+    except urllib.error.HTTPError as e:
+        if e.code != 404:
+            raise
     with urllib.request.urlopen(URL + "/sessions_open") as r:  # test-only route
         return int(r.read())
 
