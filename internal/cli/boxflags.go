@@ -77,6 +77,21 @@ func (f *boxFlags) resolve(ctx context.Context) (string, error) {
 
 // open starts a box for t on the chosen backend. Notes about the choice go
 // to stderr.
+// openRepo opens t's box and finds the repository in it (--workdir, else
+// the box's own): the opener run, serve and the session surfaces share.
+func (f *boxFlags) openRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+	box, _, err := f.open(ctx, *t, io.Discard)
+	if err != nil {
+		return nil, "", err
+	}
+	wd, err := repoDir(ctx, box, f.Workdir)
+	if err != nil {
+		box.Close(context.WithoutCancel(ctx))
+		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	return box, wd, nil
+}
+
 func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
 	backend := f.Backend
 	if (backend == "" || backend == "auto") && t.Image == "" && f.Image == "" && (t.SourceDir != "" || f.Source != "") {

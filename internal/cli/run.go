@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,8 +17,6 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/run"
-	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/task"
 )
 
 func init() { register(newRunCmd) }
@@ -238,18 +235,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	// Boxes a killed earlier run left behind go first.
 	cleanupOrphans(ctx, stderr)
 
-	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
-		box, _, err := bf.open(ctx, *t, io.Discard)
-		if err != nil {
-			return nil, "", err
-		}
-		wd, err := repoDir(ctx, box, bf.Workdir)
-		if err != nil {
-			box.Close(context.WithoutCancel(ctx))
-			return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
-		}
-		return box, wd, nil
-	}
+	opener := bf.openRepo
 	config := map[string]any{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		if f.Name != "json" && f.Name != "config" {

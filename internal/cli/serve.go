@@ -229,7 +229,6 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if err != nil {
 		return err
 	}
-	defer ro.close()
 	srv, err := serve.New(serve.Options{Rollouts: ro, Tasks: ro.tasks, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue})
 	if err != nil {
 		return err

@@ -79,20 +79,9 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 	return ro, nil
 }
 
-func (ro *runRollouts) close() {}
-
 // open opens a task's box with the box flags and finds the repository in it.
 func (ro *runRollouts) open(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
-	box, _, err := ro.bf.open(ctx, *t, io.Discard)
-	if err != nil {
-		return nil, "", err
-	}
-	wd, err := repoDir(ctx, box, ro.bf.Workdir)
-	if err != nil {
-		box.Close(context.WithoutCancel(ctx))
-		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
-	}
-	return box, wd, nil
+	return ro.bf.openRepo(ctx, t)
 }
 
 // Rollout answers from --results_dir under --skip_if_exists, else runs the

@@ -122,8 +122,10 @@ type Result struct {
 	ExitDetail string
 	Patch      string
 
-	// Reward is 0 for a failure, and counts nowhere.
+	// Reward is 0 for a failure, and counts nowhere. Resolved is the
+	// grader's verdict (false when a tamper finding zeroed the reward).
 	Reward       float64
+	Resolved     bool
 	RewardReason string
 	Grader       string
 	Report       json.RawMessage
@@ -420,7 +422,7 @@ func grade(ctx context.Context, t *task.Task, res *Result, g GradeOptions, box s
 		}
 		return nil
 	}
-	res.Reward, res.RewardReason, res.Grader, res.Report, res.Tampered = out.Reward, out.Reason, string(out.Grader), out.Report, out.Tampered
+	res.Reward, res.Resolved, res.RewardReason, res.Grader, res.Report, res.Tampered = out.Reward, out.Resolved, out.Reason, string(out.Grader), out.Report, out.Tampered
 	res.TestOutput, res.TestTimeout = out.Log, out.TimedOut
 	return nil
 }

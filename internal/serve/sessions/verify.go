@@ -3,11 +3,10 @@ package sessions
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -46,35 +45,22 @@ type GraderVerifier struct {
 // DefaultEvalTimeout is GraderVerifier.EvalTimeout's default.
 const DefaultEvalTimeout = 1800 * time.Second
 
-// Verify implements Verifier.
-func (g GraderVerifier) Verify(ctx context.Context, t *task.Task, patch string) (v *Verdict, err error) {
+// Verify implements Verifier, through episode.Grade: the grading half of
+// the episode run and serve's /run share, with its error classes.
+func (g GraderVerifier) Verify(ctx context.Context, t *task.Task, patch string) (*Verdict, error) {
 	timeout := g.EvalTimeout
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
 	}
-	box, workdir, err := g.Open(ctx, t)
+	res, err := episode.Grade(ctx, t, patch, episode.GradeOptions{Open: episode.Opener(g.Open), Reward: g.Reward, EvalTimeout: timeout})
 	if err != nil {
-		return nil, &InfraError{Err: fmt.Errorf("task %s: grading box: %w", t.InstanceID, err)}
+		return nil, err
 	}
-	defer box.Close(context.WithoutCancel(ctx))
-	defer func() {
-		if p := recover(); p != nil {
-			v, err = nil, &InfraError{Err: fmt.Errorf("task %s: the grader crashed: %v", t.InstanceID, p)}
-		}
-	}()
-	out, err := grader.Grade(ctx, box, t, grader.Options{Force: g.Reward, Patch: patch, EvalTimeout: timeout, Workdir: workdir})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		var ie *InfraError
-		if errors.As(err, &ie) {
-			return nil, err
-		}
-		return nil, &InfraError{Err: fmt.Errorf("task %s: grade: %w", t.InstanceID, err)}
+	if f := res.Failure; f != nil {
+		return nil, &InfraError{Err: fmt.Errorf("task %s: %w", t.InstanceID, f)}
 	}
 	return &Verdict{
-		Reward: out.Reward, Resolved: out.Resolved, Reason: out.Reason, Grader: string(out.Grader),
-		Report: out.Report, TestOutput: out.Log, Tampered: out.Tampered,
+		Reward: res.Reward, Resolved: res.Resolved, Reason: res.RewardReason, Grader: res.Grader,
+		Report: res.Report, TestOutput: res.TestOutput, Tampered: res.Tampered,
 	}, nil
 }
