@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
-	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -52,13 +52,13 @@ func (e *openError) Error() string { return e.err.Error() }
 func (e *openError) Unwrap() error { return e.err }
 
 // gradeErrorKind names what failed when gradeInBox returned an error: the
-// task could not be graded, which is no verdict (see run.Classify).
-func gradeErrorKind(err error) run.ErrorKind {
-	phase := run.PhaseGrade
+// task could not be graded, which is no verdict (see episode.Classify).
+func gradeErrorKind(err error) episode.ErrorKind {
+	phase := episode.PhaseGrade
 	if _, ok := errors.AsType[*openError](err); ok {
-		phase = run.PhaseOpen
+		phase = episode.PhaseOpen
 	}
-	kind, _ := run.Classify(phase, err)
+	kind, _ := episode.Classify(phase, err)
 	return kind
 }
 
