@@ -29,6 +29,9 @@ type boxFlags struct {
 	// CapAdd and Unhardened relax the container backends' hardening.
 	CapAdd     []string
 	Unhardened bool
+	// Params holds the registered backends' own settings (sandbox.Param),
+	// one flag each.
+	Params map[string]*string
 }
 
 // Default limits of a container box (the local backend has none): enough
@@ -41,7 +44,7 @@ const (
 )
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+"; kubernetes (upstream's default), apptainer and e2b are not in this build")
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+missingBackends())
 	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
 	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
@@ -52,6 +55,37 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.PIDs, "pids", DefaultPIDs, "container box: process limit (0: none)")
 	fs.StringSliceVar(&f.CapAdd, "cap_add", nil, "container box: Linux capabilities to add to the minimal set boxes keep ("+strings.Join(docker.MinimalCaps, ",")+"), e.g. SYS_PTRACE")
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
+	f.Params = map[string]*string{}
+	for _, p := range sandbox.Params() {
+		usage := p.Usage
+		if p.Env != "" {
+			usage += " (env " + p.Env + ")"
+		}
+		f.Params[p.Name] = fs.String(p.Name, p.Default, usage)
+	}
+}
+
+// missingBackends ends --backend's help with the upstream names this build
+// has no backend for.
+func missingBackends() string {
+	m := sandbox.Missing()
+	if len(m) == 0 {
+		return ""
+	}
+	return "; not in this build: " + strings.Join(m, ", ")
+}
+
+// options are the sandbox.Options every box of this command is opened with.
+func (f *boxFlags) options() sandbox.Options {
+	params := make(map[string]string, len(f.Params))
+	for name, v := range f.Params {
+		if v != nil && *v != "" {
+			params[name] = *v
+		}
+	}
+	// SWERVE_SHIM_BINARY names another static swerve to run inside boxes
+	// (for a dynamically linked build, or tests).
+	return sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY"), Params: params}
 }
 
 // check refuses an unknown --backend, or one this build does not have,
@@ -104,9 +138,7 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "swerve: backend %s\n", s)
 	}
-	// SWERVE_SHIM_BINARY names another static swerve to run inside boxes
-	// (for a dynamically linked build, or tests).
-	b, err := sandbox.New(ctx, name, sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY")})
+	b, err := sandbox.New(ctx, name, f.options())
 	if err != nil {
 		return nil, "", err
 	}
@@ -119,6 +151,7 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 		Limits:       sandbox.Limits{CPUs: f.CPUs, MemoryMiB: f.Memory, PIDs: f.PIDs},
 		Security:     sandbox.Security{CapAdd: f.CapAdd, Unhardened: f.Unhardened},
 		Labels:       map[string]string{docker.LabelTask: t.InstanceID},
+		Task:         t.InstanceID,
 	}
 	if name == "local" {
 		spec.Image = f.Source

@@ -152,7 +152,7 @@ func prepull(ctx context.Context, bf *boxFlags, tasks []task.Task, workers int, 
 	if err != nil {
 		return err
 	}
-	b, err := sandbox.New(ctx, name, sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid())})
+	b, err := sandbox.New(ctx, name, bf.options())
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +22,27 @@ type Registration struct {
 	// Probe reports whether the backend can be used here (engine reachable),
 	// with a reason when it cannot. Nil means always available.
 	Probe func(ctx context.Context) error
+	// Aliases are other names --backend accepts for it (upstream's
+	// spellings: "kubernetes" for "k8s", "singularity" for "apptainer").
+	Aliases []string
+	// Params are the backend's own settings. Every command with --backend
+	// offers each as a flag --NAME; the backend reads them with
+	// Options.Param.
+	Params []Param
+}
+
+// Param is one backend setting: a command-line flag, an environment
+// variable that fills it when the flag is not given, and a default.
+type Param struct {
+	// Name is the flag's name without dashes, prefixed with the backend's
+	// name ("k8s_namespace", "sif_template", "e2b_template_map").
+	Name string
+	// Env, when set, is read when the flag is empty ("E2B_API_KEY").
+	Env string
+	// Default is used when neither the flag nor Env is set.
+	Default string
+	// Usage is the flag's one-line help.
+	Usage string
 }
 
 // Options are backend-independent settings passed to Registration.New.
@@ -30,11 +52,60 @@ type Options struct {
 	// ShimPath is the static swerve binary to run inside boxes; empty
 	// means the running executable.
 	ShimPath string
+	// Params holds the values of backend settings given on the command
+	// line (or by a config file), by Param.Name; see Param.
+	Params map[string]string
+}
+
+// Param returns the setting name: its value in o.Params, else its Env
+// variable, else its registered Default. A name no backend registered
+// gives only what o.Params holds.
+func (o Options) Param(name string) string {
+	if v := o.Params[name]; v != "" {
+		return v
+	}
+	p, ok := LookupParam(name)
+	if !ok {
+		return ""
+	}
+	if p.Env != "" {
+		if v := os.Getenv(p.Env); v != "" {
+			return v
+		}
+	}
+	return p.Default
+}
+
+// LookupParam finds a registered backend setting by name.
+func LookupParam(name string) (Param, bool) {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, r := range backends {
+		for _, p := range r.Params {
+			if p.Name == name {
+				return p, true
+			}
+		}
+	}
+	return Param{}, false
+}
+
+// Params lists every registered backend's settings, sorted by name.
+func Params() []Param {
+	mu.RLock()
+	defer mu.RUnlock()
+	var ps []Param
+	for _, r := range backends {
+		ps = append(ps, r.Params...)
+	}
+	slices.SortFunc(ps, func(a, b Param) int { return strings.Compare(a.Name, b.Name) })
+	return ps
 }
 
 var (
 	mu       sync.RWMutex
 	backends = map[string]*Registration{}
+	aliases  = map[string]string{} // alias -> name
 )
 
 // Register adds a backend. It panics on an empty or duplicate name: that is
@@ -48,13 +119,46 @@ func Register(r *Registration) {
 	if _, dup := backends[r.Name]; dup {
 		panic("sandbox: Register called twice for backend " + r.Name)
 	}
+	for _, a := range r.Aliases {
+		if _, dup := backends[a]; dup {
+			panic("sandbox: alias " + a + " is a backend's name")
+		}
+		if _, dup := aliases[a]; dup {
+			panic("sandbox: alias " + a + " registered twice")
+		}
+	}
+	for _, p := range r.Params {
+		for _, o := range backends {
+			for _, q := range o.Params {
+				if q.Name == p.Name {
+					panic("sandbox: param " + p.Name + " registered twice")
+				}
+			}
+		}
+	}
 	backends[r.Name] = r
+	for _, a := range r.Aliases {
+		aliases[a] = r.Name
+	}
+}
+
+// Canonical returns the backend name an alias stands for, or name itself.
+func Canonical(name string) string {
+	mu.RLock()
+	defer mu.RUnlock()
+	if n, ok := aliases[name]; ok {
+		return n
+	}
+	return name
 }
 
 // Lookup returns the registration of a backend.
 func Lookup(name string) (*Registration, error) {
 	mu.RLock()
 	defer mu.RUnlock()
+	if n, ok := aliases[name]; ok {
+		name = n
+	}
 	r, ok := backends[name]
 	if !ok {
 		return nil, fmt.Errorf("sandbox: unknown backend %q (have %v): %w", name, namesLocked(), ErrNotFound)
@@ -106,6 +210,19 @@ var Planned = map[string]string{
 // backends.
 func Known() []string { return append([]string{"auto"}, Names()...) }
 
+// Missing lists the Planned names (aliases included) this build has no
+// backend for, sorted.
+func Missing() []string {
+	var out []string
+	for n := range Planned {
+		if _, err := Lookup(n); err != nil {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Check says before any task starts whether --backend name can be used:
 // an unknown name, a backend this build does not have, and an explicitly
 // named backend that does not answer are one error each. "auto" (or "")
@@ -125,7 +242,7 @@ func Check(ctx context.Context, name string) (string, error) {
 			return "", fmt.Errorf("--backend %s: not available here: %w", name, err)
 		}
 	}
-	return name, nil
+	return Canonical(name), nil
 }
 
 // lookupKnown is Lookup with the error a user should see for a name this
@@ -160,7 +277,7 @@ var AutoOrder = []string{"docker", "local"}
 func Resolve(ctx context.Context, name string) (string, []string, error) {
 	if name != "" && name != "auto" {
 		_, err := lookupKnown(name)
-		return name, nil, err
+		return Canonical(name), nil, err
 	}
 	var skipped []string
 	for _, n := range AutoOrder {

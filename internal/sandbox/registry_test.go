@@ -15,13 +15,13 @@ func (nopBackend) Open(context.Context, Spec) (Sandbox, error) { return nil, err
 func withRegistry(t *testing.T, order []string, regs ...*Registration) {
 	t.Helper()
 	mu.Lock()
-	saved, savedOrder := backends, AutoOrder
-	backends = map[string]*Registration{}
+	saved, savedAliases, savedOrder := backends, aliases, AutoOrder
+	backends, aliases = map[string]*Registration{}, map[string]string{}
 	AutoOrder = order
 	mu.Unlock()
 	t.Cleanup(func() {
 		mu.Lock()
-		backends, AutoOrder = saved, savedOrder
+		backends, aliases, AutoOrder = saved, savedAliases, savedOrder
 		mu.Unlock()
 	})
 	for _, r := range regs {

@@ -124,6 +124,11 @@ type Spec struct {
 	// Security relaxes the backend's default hardening; the zero value
 	// keeps all of it.
 	Security Security
+	// Task is the instance id of the task the box is for, when there is
+	// one. Backends whose images are not named like the task's image use
+	// it to find theirs (apptainer's --sif_template '{instance_id}', e2b's
+	// template map); others put it in a label.
+	Task string
 }
 
 // Security relaxes a box's default hardening, for images that need more
