@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
 )
@@ -129,6 +130,7 @@ func collectGarbage(ctx context.Context, all, dryRun bool, run string, warn io.W
 			items = append(items, it)
 		}
 	}
+	items = append(items, collectRegistered(ctx, all, dryRun, run, warn)...)
 	left, err := local.Leftovers(ctx, "", all)
 	if err != nil {
 		return items, err
@@ -148,6 +150,52 @@ func collectGarbage(ctx context.Context, all, dryRun bool, run string, warn io.W
 		items = append(items, it)
 	}
 	return items, nil
+}
+
+// collectRegistered runs gc on every other registered backend that keeps
+// boxes outside this process (sandbox.Collector) and answers here.
+func collectRegistered(ctx context.Context, all, dryRun bool, run string, warn io.Writer) []gcItem {
+	var items []gcItem
+	for _, name := range sandbox.Names() {
+		if name == docker.Name || name == local.Name {
+			continue // above, with their extra clean-ups
+		}
+		r, err := sandbox.Lookup(name)
+		if err != nil {
+			continue
+		}
+		if r.Probe != nil {
+			if err := r.Probe(ctx); err != nil {
+				continue // not configured here: nothing of ours can be there
+			}
+		}
+		b, err := r.New(ctx, sandbox.Options{})
+		if err != nil {
+			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
+			continue
+		}
+		c, ok := b.(sandbox.Collector)
+		if !ok {
+			continue
+		}
+		left, err := c.Leftovers(ctx, sandbox.LeftoverOptions{All: all, RunID: run})
+		if err != nil {
+			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
+			continue
+		}
+		for _, l := range left {
+			it := gcItem{Backend: name, ID: l.ID, Image: l.Image, RunID: l.RunID, Task: l.Task}
+			if !dryRun {
+				if err := c.Remove(ctx, l); err != nil {
+					it.Error = err.Error()
+				} else {
+					it.Removed = true
+				}
+			}
+			items = append(items, it)
+		}
+	}
+	return items
 }
 
 // cleanupOrphans removes what killed swerve processes left behind, saying

@@ -276,3 +276,32 @@ type AttachRequest struct {
 	Resize <-chan [2]uint
 	Env    []string
 }
+
+// Collector is implemented by backends whose boxes can outlive the swerve
+// that opened them (a kill -9, a lost node): swerve gc lists them by the
+// labels every box carries and removes them. Backends other than docker
+// and local need only implement it to take part in gc.
+type Collector interface {
+	// Leftovers lists the backend's boxes whose owning swerve process is
+	// gone (all: every box of swerve's), of run opts.RunID when set.
+	Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftover, error)
+	// Remove removes one box Leftovers listed; removing one already gone
+	// is not an error.
+	Remove(ctx context.Context, l Leftover) error
+}
+
+// LeftoverOptions filters Collector.Leftovers.
+type LeftoverOptions struct {
+	// All includes boxes whose owner still runs.
+	All bool
+	// RunID keeps only boxes of this run.
+	RunID string
+}
+
+// Leftover is one box a Collector found.
+type Leftover struct {
+	ID    string // what Remove needs, and people read (pod name, instance)
+	Image string
+	RunID string
+	Task  string
+}
