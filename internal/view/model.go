@@ -55,11 +55,14 @@ type Summary struct {
 // Resolved reports whether the task was graded with reward 1.
 func (s *Summary) Resolved() bool { return s.Status != "error" && s.Reward == 1 }
 
-// Outcome is "resolved", "unresolved" or "error".
+// Outcome is "resolved", "unresolved", "error" or "ungraded" (a
+// trajectory with no grade, such as mini-swe-agent's).
 func (s *Summary) Outcome() string {
 	switch {
 	case s.Status == "error":
 		return "error"
+	case s.Status == "ungraded":
+		return "ungraded"
 	case s.Reward == 1:
 		return "resolved"
 	}

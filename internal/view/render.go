@@ -56,7 +56,7 @@ var funcs = template.FuncMap{
 	},
 	"add":  func(a, b int) int { return a + b },
 	"list": func(s ...string) []string { return s },
-	"sub": func(a, b int) int { return a - b },
+	"sub":  func(a, b int) int { return a - b },
 	"sel": func(a, b string) template.HTMLAttr {
 		if a == b {
 			return "selected"

@@ -90,7 +90,9 @@ type Nav struct {
 	Title   string
 }
 
-func (s *Server) nav(title string) Nav { return Nav{Runs: s.runs, Compare: len(s.runs) == 2, Title: title} }
+func (s *Server) nav(title string) Nav {
+	return Nav{Runs: s.runs, Compare: len(s.runs) == 2, Title: title}
+}
 
 type overviewData struct {
 	Nav

@@ -1,0 +1,293 @@
+package view
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// gymRows are two rollouts as swerve serve answers POST /run: one in
+// function-calling form with reasoning, one that failed outside the model.
+const gymRows = `{"instance_id":"sample__calc-2","_ng_task_index":0,"_ng_rollout_index":0,"responses_create_params":{"input":[{"role":"system","content":"be brief"},{"role":"user","content":"round_half_up rounds ties to even"}]},"response":{"id":"resp_1","model":"policy","usage":{"input_tokens":900,"output_tokens":120,"total_tokens":1020},"output":[{"type":"reasoning","summary":[{"type":"summary_text","text":"ties should go up"}]},{"type":"function_call","call_id":"c1","name":"execute_bash","arguments":"{\"cmd\":\"grep -n round calc.py\"}"},{"type":"function_call_output","call_id":"c1","output":"40:def round_half_up(x, digits=0):"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"I will fix it now."}]},{"type":"function_call","call_id":"c2","name":"finish","arguments":"{\"command\":\"submit\"}"},{"type":"function_call_output","call_id":"c2","output":"<<<Finished>>>"}]},"reward":1.0,"resolved":true,"metadata":{"model_patch":"diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1 +1 @@\n-old\n+new\n","exit_reason":"submitted","steps":2,"timings":{"total_seconds":12.5}}}
+{"instance_id":"sample__calc-2","_ng_task_index":0,"_ng_rollout_index":1,"responses_create_params":{"input":[]},"response":{"id":"resp_2","model":"policy","status":"failed","output":[],"error":{"code":"server_error","message":"box: container exited"}},"reward":0,"resolved":false,"infra_error":{"kind":"box","detail":"container exited"},"_ng_failure_class":"transient","metadata":{"model_patch":"","exit_reason":"","steps":0,"timings":{"total_seconds":1.0},"infra_error":{"kind":"box","detail":"container exited"}}}
+`
+
+func writeFile(t *testing.T, path, data string) string {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func mustOpen(t *testing.T, path string) *Run {
+	t.Helper()
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestReaders(t *testing.T) {
+	genDir := t.TempDir()
+	genRun(t, genDir, 14, fewSteps)
+	gym := writeFile(t, filepath.Join(t.TempDir(), "rollouts.jsonl"), gymRows)
+	miniDir := t.TempDir()
+	raw, err := os.ReadFile("testdata/mini/sample__calc-1.traj.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(miniDir, "sample__calc-1", "sample__calc-1.traj.json"), string(raw))
+
+	tests := []struct {
+		name, path         string
+		tasks              int
+		key                string
+		outcome, exit      string
+		turns, minTokens   int
+		patchHas           string
+		failF2P, stepKinds []string
+		errors             int
+	}{
+		{name: "swerve run directory", path: genDir, tasks: 14, key: "demo__calc-0000", outcome: "resolved", exit: "agent", turns: 5, minTokens: 1000,
+			patchHas: "+    if not xs:", stepKinds: []string{"action", "format-error", "message", "submit"}, errors: 2},
+		{name: "swerve run directory, unresolved", path: genDir, tasks: 14, key: "demo__http-0001", outcome: "unresolved", exit: "agent", turns: 6, minTokens: 1000,
+			patchHas: "return 0", failF2P: []string{"tests/test_mod.py::test_empty"}, stepKinds: []string{"action", "submit"}, errors: 2},
+		{name: "exp_name.jsonl", path: "testdata/oracle.jsonl", tasks: 2, key: "sample__calc-2", outcome: "resolved", exit: "agent", turns: 3, minTokens: 100,
+			patchHas: "diff --git", stepKinds: []string{"action", "submit"}},
+		{name: "gym rollouts", path: gym, tasks: 2, key: "sample__calc-2", outcome: "resolved", exit: "submitted", turns: 2, minTokens: 1020,
+			patchHas: "+new", stepKinds: []string{"action", "submit"}, errors: 1},
+		{name: "mini-swe-agent traj.json", path: "testdata/mini/sample__calc-1.traj.json", tasks: 1, key: "sample__calc-1", outcome: "ungraded", exit: "Submitted", turns: 3, minTokens: 1730,
+			patchHas: "ordered[middle - 1]", stepKinds: []string{"action", "submit"}},
+		{name: "mini-swe-agent batch directory", path: miniDir, tasks: 1, key: "sample__calc-1", outcome: "ungraded", exit: "Submitted", turns: 3, minTokens: 1730,
+			patchHas: "ordered[middle - 1]", stepKinds: []string{"action", "submit"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mustOpen(t, tc.path)
+			tasks, err := r.Tasks()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tasks) != tc.tasks {
+				t.Fatalf("%d tasks, want %d", len(tasks), tc.tasks)
+			}
+			if st := Summarize(tasks); st.Errors != tc.errors {
+				t.Errorf("%d errors, want %d", st.Errors, tc.errors)
+			}
+			d, err := r.Task(tc.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Outcome() != tc.outcome || d.ExitReason != tc.exit || d.Turns != tc.turns || d.Tokens < tc.minTokens {
+				t.Errorf("outcome %s exit %s turns %d tokens %d; want %s %s %d >=%d", d.Outcome(), d.ExitReason, d.Turns, d.Tokens, tc.outcome, tc.exit, tc.turns, tc.minTokens)
+			}
+			if !strings.Contains(d.Patch, tc.patchHas) {
+				t.Errorf("patch %q lacks %q", d.Patch, tc.patchHas)
+			}
+			if !slices.Equal(d.FailF2P, tc.failF2P) {
+				t.Errorf("failing FAIL_TO_PASS %q, want %q", d.FailF2P, tc.failF2P)
+			}
+			kinds := map[string]bool{}
+			for _, s := range d.Steps {
+				kinds[s.Kind()] = true
+			}
+			for _, k := range tc.stepKinds {
+				if !kinds[k] {
+					t.Errorf("no %s step among %v", k, kinds)
+				}
+			}
+			if len(d.Steps) != tc.turns {
+				t.Errorf("%d steps, want %d", len(d.Steps), tc.turns)
+			}
+		})
+	}
+}
+
+func TestGymStepsKeepReasoningAndCalls(t *testing.T) {
+	r := mustOpen(t, writeFile(t, filepath.Join(t.TempDir(), "r.jsonl"), gymRows))
+	d, err := r.Task("sample__calc-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := d.Steps[0]
+	if s.Reasoning != "ties should go up" || !strings.Contains(s.Action, "execute_bash") || !strings.Contains(s.Observation, "def round_half_up") {
+		t.Errorf("first step %+v", s)
+	}
+	if d.ProblemStatement != "round_half_up rounds ties to even" {
+		t.Errorf("problem %q", d.ProblemStatement)
+	}
+	e, err := r.Task("sample__calc-2#1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.Outcome() != "error" || e.Error != "box: container exited" {
+		t.Errorf("second rollout: %s %q", e.Outcome(), e.Error)
+	}
+}
+
+func TestSharedGymRollouts(t *testing.T) {
+	path := filepath.Join(testutil.SharedDir(t), "data", "nemo-gym", "mini_swe_resource", "example_rollouts.jsonl")
+	if _, err := os.Stat(path); err != nil {
+		testutil.SkipOrFail(t, "NeMo Gym example rollouts not found: %v", err)
+	}
+	r := mustOpen(t, path)
+	tasks, err := r.Tasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) == 0 {
+		t.Fatal("no rollouts read")
+	}
+	d, err := r.Task(tasks[0].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Steps) < 2 || d.Steps[0].Action == "" || d.Steps[0].Observation == "" {
+		t.Fatalf("upstream rollout read as %d steps, first %+v", len(d.Steps), d.Steps[0])
+	}
+}
+
+func TestIndexFollowsFileChanges(t *testing.T) {
+	path := writeFile(t, filepath.Join(t.TempDir(), "r.jsonl"), strings.SplitAfter(gymRows, "\n")[0])
+	r := mustOpen(t, path)
+	now := time.Now()
+	r.now = func() time.Time { return now }
+	if tasks, _ := r.Tasks(); len(tasks) != 1 {
+		t.Fatalf("%d tasks", len(tasks))
+	}
+	writeFile(t, path, gymRows)
+	if tasks, _ := r.Tasks(); len(tasks) != 1 {
+		t.Fatalf("index rebuilt before the recheck interval: %d tasks", len(tasks))
+	}
+	now = now.Add(2 * recheck)
+	if tasks, _ := r.Tasks(); len(tasks) != 2 {
+		t.Fatalf("index not rebuilt after the file changed: %d tasks", len(tasks))
+	}
+}
+
+func TestSelect(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 30, fewSteps)
+	tasks, err := mustOpen(t, dir).Tasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		query   string
+		matched int
+		first   string
+		rows    int
+	}{
+		{"", 30, "demo__calc-0000", 30},
+		{"outcome=error", 4, "demo__calc-0020", 4},
+		{"outcome=resolved&repo=demo/calc", 3, "demo__calc-0000", 3},
+		{"q=http&sort=key&desc=1", 8, "demo__http-0029", 8},
+		{"sort=turns&desc=1&limit=5", 30, "demo__cli-0003", 5},
+		{"sort=key&limit=10&offset=25", 30, "demo__orm-0010", 5},
+		{"exit=abs_step_limit", 3, "demo__calc-0004", 3},
+	}
+	for _, tc := range tests {
+		v, _ := url.ParseQuery(tc.query)
+		p := Select(tasks, ParseQuery(v))
+		if p.Matched != tc.matched || len(p.Rows) != tc.rows || (len(p.Rows) > 0 && p.Rows[0].Key != tc.first) {
+			first := ""
+			if len(p.Rows) > 0 {
+				first = p.Rows[0].Key
+			}
+			t.Errorf("%q: matched %d rows %d first %s; want %d %d %s", tc.query, p.Matched, len(p.Rows), first, tc.matched, tc.rows, tc.first)
+		}
+	}
+}
+
+func TestPairsChangedFirst(t *testing.T) {
+	a := []Summary{{Key: "x", Reward: 1, Status: "graded"}, {Key: "y", Reward: 0, Status: "graded"}, {Key: "z", Reward: 1, Status: "graded"}}
+	b := []Summary{{Key: "x", Reward: 1, Status: "graded"}, {Key: "y", Reward: 1, Status: "graded"}, {Key: "z", Reward: 0, Status: "graded"}, {Key: "w", Status: "error"}}
+	var got []string
+	for _, p := range Pairs(a, b) {
+		got = append(got, p.Key)
+	}
+	if want := []string{"z", "y", "w", "x"}; !slices.Equal(got, want) {
+		t.Errorf("order %v, want %v (worse, better, missing, unchanged)", got, want)
+	}
+}
+
+func get(t *testing.T, h http.Handler, target string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+	b, _ := io.ReadAll(rec.Body)
+	return rec.Code, string(b)
+}
+
+func TestHandlers(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 30, fewSteps)
+	// A file beside the run directory that must never be served.
+	writeFile(t, filepath.Join(filepath.Dir(dir), "secret.txt"), "TOP-SECRET-CONTENT")
+	if err := os.Symlink(filepath.Join(filepath.Dir(dir), "secret.txt"), filepath.Join(dir, "link.txt")); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewServer(nil, mustOpen(t, dir), mustOpen(t, "testdata/oracle.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		target string
+		code   int
+		has    []string
+		hasNot []string
+	}{
+		{"/", 200, []string{`id="resolved">8 / 26<`, `id="errors">4<`, "<svg", "demo__calc-0000", "abs_step_limit"}, nil},
+		{"/?outcome=error", 200, []string{"demo__orm-0006", "box: the box would not open"}, []string{"demo__calc-0000<"}},
+		{"/?sort=tokens&desc=1&limit=2", 200, []string{`href="/?desc=1&amp;limit=2&amp;offset=2&amp;sort=tokens"`}, nil},
+		{"/task?key=demo__calc-0000", 200, []string{`class="step format-error"`, `class="step submit"`, `class="step message"`, `<details class="thinking">`,
+			`<details class="observation">`, `<span class="add">`, `raw/demo__calc-0000/agent.log`}, nil},
+		{"/task?key=demo__http-0001", 200, []string{`<span class="f2p-fail">FAILED tests/test_mod.py::test_empty`, `<span class="p2p-fail">`, `id="failing"`}, nil},
+		{"/task?key=demo__http-0005", 200, []string{`id="tamper"`, "conftest.py"}, nil},
+		{"/task?key=nope", 404, nil, nil},
+		{"/task?key=sample__calc-1&run=1", 200, []string{"sample__calc-1", `class="step submit"`}, nil},
+		{"/?run=1", 200, []string{`id="resolved">2 / 2<`}, nil},
+		{"/?run=2", 400, nil, nil},
+		{"/compare", 200, []string{`id="changed">32<`}, nil},
+		{"/compare?changed=1&q=sample", 200, []string{"sample__calc-1"}, []string{"demo__calc-0000"}},
+		{"/raw/demo__calc-0000/test_output.log", 200, []string{"collected 2 items"}, nil},
+		{"/raw/demo__calc-0000/result.json", 200, []string{`"instance_id":"demo__calc-0000"`}, nil},
+		{"/raw/../secret.txt", 307, nil, []string{"TOP-SECRET"}},
+		{"/raw/link.txt", 404, nil, []string{"TOP-SECRET"}},
+		{"/raw/%2e%2e/secret.txt", 404, nil, []string{"TOP-SECRET"}},
+		{"/raw/x?run=1", 404, nil, nil},
+		{"/row?key=sample__calc-2&run=1", 200, []string{`"instance_id":"sample__calc-2"`}, nil},
+		{"/static/app.js", 200, []string{"DOMContentLoaded"}, nil},
+	}
+	for _, tc := range tests {
+		code, body := get(t, s, tc.target)
+		if code != tc.code {
+			t.Errorf("%s: status %d, want %d: %.200s", tc.target, code, tc.code, body)
+			continue
+		}
+		for _, h := range tc.has {
+			if !strings.Contains(body, h) {
+				t.Errorf("%s: body lacks %q", tc.target, h)
+			}
+		}
+		for _, h := range tc.hasNot {
+			if strings.Contains(body, h) {
+				t.Errorf("%s: body has %q", tc.target, h)
+			}
+		}
+	}
+}
