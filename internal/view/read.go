@@ -52,20 +52,46 @@ func (r rawStep) step() Step {
 		FormatError: r.FormatError, Done: r.Done, LLMTime: r.LLMTime, EnvTime: r.EnvTime, PromptTok: r.Prompt, OutputTok: r.Completion, TotalTok: r.Total}
 }
 
-// countOnly decodes a JSON array to its length without keeping its items.
+// countOnly decodes a JSON array to its length without keeping its items:
+// one pass over the bytes, counting the commas at the array's own depth
+// (the decoder has already checked that the value is valid JSON).
 type countOnly int
 
 func (c *countOnly) UnmarshalJSON(b []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-		return nil // null or not an array: no steps
+	b = bytes.TrimSpace(b)
+	if len(b) < 2 || b[0] != '[' {
+		*c = 0 // null or not an array: no steps
+		return nil
 	}
-	n := 0
-	for dec.More() {
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return err
+	n, depth, inString, empty := 0, 0, false, true
+	for i := 1; i < len(b)-1; i++ {
+		ch := b[i]
+		if inString {
+			switch ch {
+			case '\\':
+				i++
+			case '"':
+				inString = false
+			}
+			continue
 		}
+		switch ch {
+		case ' ', '\t', '\n', '\r':
+			continue
+		case '"':
+			inString = true
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				n++
+			}
+		}
+		empty = false
+	}
+	if !empty {
 		n++
 	}
 	*c = countOnly(n)
@@ -460,6 +486,15 @@ func firstLine(s string) string {
 
 // summarize reads a row's summary in the given format.
 func summarize(format string, row []byte) (Summary, error) {
+	if s, ok, err := fastSummary(format, row); ok {
+		return s, err
+	}
+	return slowSummary(format, row)
+}
+
+// slowSummary decodes the whole row with encoding/json: the reference
+// fastSummary is tested against, and the path of the small formats.
+func slowSummary(format string, row []byte) (Summary, error) {
 	switch format {
 	case FormatSwerve:
 		var r swerveSummaryRow

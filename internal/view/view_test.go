@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
@@ -289,5 +290,62 @@ func TestHandlers(t *testing.T) {
 				t.Errorf("%s: body has %q", tc.target, h)
 			}
 		}
+	}
+}
+
+func TestCountOnly(t *testing.T) {
+	for in, want := range map[string]int{`[]`: 0, ` [ ] `: 0, `null`: 0, `[1]`: 1, `[1,[2,3],{"a":[4,5]}]`: 3,
+		`["a,b", "c]d", "e\"f,"]`: 3, `[{"x":"]\\"}, {}]`: 2, `{"a":1}`: 0} {
+		var c countOnly
+		if err := c.UnmarshalJSON([]byte(in)); err != nil || int(c) != want {
+			t.Errorf("%s: %d (%v), want %d", in, c, err, want)
+		}
+	}
+}
+
+// TestFastSummaryMatchesDecoder checks the byte scanner of the index
+// against encoding/json on every row of the fixtures.
+func TestFastSummaryMatchesDecoder(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 30, fewSteps)
+	if _, err := run.WriteAggregates(dir, "gen"); err != nil {
+		t.Fatal(err)
+	}
+	var rows [][]byte
+	recs, _ := filepath.Glob(filepath.Join(dir, "*", "result.json"))
+	for _, p := range recs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, b)
+	}
+	for _, p := range []string{filepath.Join(dir, "gen.jsonl"), "testdata/oracle.jsonl"} {
+		if err := scanJSONL(p, func(_ int64, line []byte) error { rows = append(rows, slices.Clone(line)); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(rows) != 30+26+2 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	for _, row := range rows {
+		format, err := sniff(row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fast, ok, err := fastSummary(format, row)
+		if !ok || err != nil {
+			t.Fatalf("%s row: fast path %v %v", format, ok, err)
+		}
+		slow, err := slowSummary(format, row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fast != slow {
+			t.Errorf("%s row %s:\nfast %+v\nslow %+v", format, slow.InstanceID, fast, slow)
+		}
+	}
+	if _, _, err := pick([]byte(`{"a": [1, 2`), nil, "a", nil); err == nil {
+		t.Error("a cut row read without error")
 	}
 }
