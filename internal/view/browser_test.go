@@ -219,8 +219,9 @@ func setReward(t *testing.T, path string, reward float64) {
 }
 
 // shot compares the viewport with docs/view/<name>.png, or writes it with
-// -update. Pixels may differ by a little (antialiasing); at most 0.5% of
-// them by more than that.
+// -update. Pixels may differ by a little (antialiasing); at most 0.1% of
+// them by more than that. (Chromium renders these pages to the same pixels
+// run after run here; the slack is for font hinting on another machine.)
 func shot(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
 	sctx, c := context.WithTimeout(ctx, 20*time.Second)
@@ -243,15 +244,17 @@ func shot(t *testing.T, ctx context.Context, name string) {
 	if err != nil {
 		t.Fatalf("golden %s: %v (go test -run TestBrowser ./internal/view -update writes it)", name, err)
 	}
-	if frac, err := pixelDiff(got, want); err != nil || frac > 0.005 {
-		bad := filepath.Join(t.TempDir(), name+".png")
+	frac, err := pixelDiff(got, want)
+	t.Logf("screenshot %s: %.3f%% of pixels differ from the golden", name, 100*frac)
+	if err != nil || frac > 0.001 {
+		bad := filepath.Join(os.TempDir(), "swerve-view-"+name+".png")
 		_ = os.WriteFile(bad, got, 0o644)
 		t.Errorf("screenshot %s differs from %s: %.2f%% of pixels, %v (this run's is %s)", name, path, 100*frac, err, bad)
 	}
 }
 
 // pixelDiff is the fraction of pixels where some channel differs by more
-// than 24 of 255.
+// than 8 of 255.
 func pixelDiff(a, b []byte) (float64, error) {
 	ia, err := png.Decode(bytes.NewReader(a))
 	if err != nil {
@@ -284,5 +287,5 @@ func diffImages(a, b image.Image) float64 {
 
 func far(x, y uint32) bool {
 	d := int(x>>8) - int(y>>8)
-	return d > 24 || d < -24
+	return d > 8 || d < -8
 }

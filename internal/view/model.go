@@ -12,7 +12,10 @@
 // rebuilt when the file's size or modification time changes.
 package view
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Formats the readers know.
 const (
@@ -42,7 +45,10 @@ type Summary struct {
 	Tokens     int
 	Cost       float64
 	Seconds    float64
-	Tampered   bool
+	// Started and Finished bound the task's attempt (swerve's records
+	// only; zero elsewhere).
+	Started, Finished time.Time
+	Tampered          bool
 
 	// where the task's row is: file, and for a JSONL file the byte range of
 	// its line.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // sniff tells a row's format from its keys: trajectory_steps at the top is
@@ -166,6 +167,8 @@ type recordRow struct {
 	Patch        string          `json:"output_patch"`
 	Report       json.RawMessage `json:"report"`
 	Problem      string          `json:"problem_statement"`
+	Started      time.Time       `json:"started"`
+	Finished     time.Time       `json:"finished"`
 }
 
 type recordTraj struct {
@@ -194,7 +197,8 @@ type recordDetailRow struct {
 
 func (r *recordRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Scaffold: r.Scaffold, Model: r.Model, Status: "graded", Reward: r.Reward,
-		ExitReason: r.ExitReason, Tampered: len(r.Tampered) > 0 || strings.HasPrefix(r.RewardReason, "tampered")}
+		ExitReason: r.ExitReason, Tampered: len(r.Tampered) > 0 || strings.HasPrefix(r.RewardReason, "tampered"),
+		Started: r.Started, Finished: r.Finished}
 	if r.ExitReason == "" {
 		s.ExitReason = r.SwerveExit
 	}

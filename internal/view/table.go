@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Query is the task table's filter, sort and page, as the URL carries them.
@@ -196,11 +197,14 @@ type Stats struct {
 	Tasks, Graded, Resolved, Errors, Ungraded, Tampered int
 	Accuracy                                            float64
 	Cost, Seconds                                       float64
-	Tokens                                              int
-	ExitReasons                                         []Count
-	ErrorReasons                                        []Count
-	Scaffolds, Repos, Exits                             []string
-	TurnsHist, TokensHist                               template.HTML
+	// Wall is the time from the first task's start to the last one's end,
+	// when the rows say (swerve's records).
+	Wall                    float64
+	Tokens                  int
+	ExitReasons             []Count
+	ErrorReasons            []Count
+	Scaffolds, Repos, Exits []string
+	TurnsHist, TokensHist   template.HTML
 }
 
 // Count is a name and how many tasks have it.
@@ -236,8 +240,15 @@ func Summarize(tasks []Summary) Stats {
 	exits, errs := map[string]int{}, map[string]int{}
 	scaffolds, repos, exitNames := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	var turns, tokens []float64
+	var first, last time.Time
 	for i := range tasks {
 		t := &tasks[i]
+		if !t.Started.IsZero() && (first.IsZero() || t.Started.Before(first)) {
+			first = t.Started
+		}
+		if t.Finished.After(last) {
+			last = t.Finished
+		}
 		st.Cost += t.Cost
 		st.Seconds += t.Seconds
 		st.Tokens += t.Tokens
@@ -265,6 +276,9 @@ func Summarize(tasks []Summary) Stats {
 		exits[t.ExitReason]++
 		turns = append(turns, float64(t.Turns))
 		tokens = append(tokens, float64(t.Tokens))
+	}
+	if !first.IsZero() && last.After(first) {
+		st.Wall = last.Sub(first).Seconds()
 	}
 	if st.Graded > 0 {
 		st.Accuracy = float64(st.Resolved) / float64(st.Graded)

@@ -252,7 +252,7 @@ func TestHandlers(t *testing.T) {
 		has    []string
 		hasNot []string
 	}{
-		{"/", 200, []string{`id="resolved">8 / 26<`, `id="errors">4<`, "<svg", "demo__calc-0000", "abs_step_limit"}, nil},
+		{"/", 200, []string{`id="wall">59s<`, `id="resolved">8 / 26<`, `id="errors">4<`, "<svg", "demo__calc-0000", "abs_step_limit"}, nil},
 		{"/?outcome=error", 200, []string{"demo__orm-0006", "box: the box would not open"}, []string{"demo__calc-0000<"}},
 		{"/?sort=tokens&desc=1&limit=2", 200, []string{`href="/?desc=1&amp;limit=2&amp;offset=2&amp;sort=tokens"`}, nil},
 		{"/task?key=demo__calc-0000", 200, []string{`class="step format-error"`, `class="step submit"`, `class="step message"`, `<details class="thinking">`,
