@@ -113,7 +113,7 @@ type Step struct {
 
 // Kind names the step for the page: "submit", "format-error", "action" or
 // "message" (a reply with no action).
-func (s *Step) Kind() string {
+func (s Step) Kind() string {
 	switch {
 	case s.FormatError != "":
 		return "format-error"

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bufio"
 	"bytes"
 	"embed"
 	"errors"
@@ -137,7 +138,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	key := r.URL.Query().Get("key")
-	d, err := run.Task(key)
+	d, steps, err := run.TaskStream(key)
 	if errors.Is(err, ErrNoTask) {
 		http.Error(w, err.Error(), http.StatusNotFound)
 		return
@@ -150,8 +151,24 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	if ri > 0 {
 		back = "/?run=" + strconv.Itoa(ri)
 	}
-	s.render(w, "task.html", taskData{Nav: s.nav(d.Key + " · " + run.Name), Run: run, RunIndex: ri, Task: d,
-		Diff: diffLines(d.Patch), Tests: testLines(d), Back: back})
+	// The page up to the steps is rendered whole (an error is still a
+	// 500); the steps are then written as they are read from the file.
+	var head bytes.Buffer
+	if err := s.tmpl.ExecuteTemplate(&head, "task.html", taskData{Nav: s.nav(d.Key + " · " + run.Name), Run: run, RunIndex: ri, Task: d,
+		Diff: diffLines(d.Patch), Tests: testLines(d), Back: back}); err != nil {
+		s.log.Error("view: render", "page", "task.html", "err", err)
+		http.Error(w, "render task.html: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	bw := bufio.NewWriterSize(w, 64<<10)
+	_, _ = bw.Write(head.Bytes())
+	if err := steps(func(st Step) error { return s.tmpl.ExecuteTemplate(bw, "step", st) }); err != nil {
+		s.log.Error("view: steps", "task", key, "err", err)
+		fmt.Fprintf(bw, `<li class="step format-error"><div class="format-msg">could not read the remaining steps: %s</div></li>`, template.HTMLEscapeString(err.Error()))
+	}
+	_ = s.tmpl.ExecuteTemplate(bw, "task-end", nil)
+	_ = bw.Flush()
 }
 
 // Pair is one task in both runs of a comparison.

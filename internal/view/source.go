@@ -298,11 +298,15 @@ func (r *Run) Task(key string) (*Detail, error) {
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", key, err)
 	}
+	r.finish(d, s)
+	return d, nil
+}
+
+// finish adds what the row does not hold: the key, the task's raw files
+// and its test output from the run directory.
+func (r *Run) finish(d *Detail, s *Summary) {
 	d.Summary.Key = s.Key
 	if d.InstanceID == "" {
-		d.InstanceID = s.InstanceID
-	}
-	if s.format == FormatMini && d.InstanceID == "" {
 		d.InstanceID = s.InstanceID
 	}
 	if r.Dir != "" {
@@ -325,5 +329,4 @@ func (r *Run) Task(key string) (*Detail, error) {
 			}
 		}
 	}
-	return d, nil
 }

@@ -349,3 +349,42 @@ func TestFastSummaryMatchesDecoder(t *testing.T) {
 		t.Error("a cut row read without error")
 	}
 }
+
+// TestTaskStreamMatchesTask checks the streamed page data (two passes over
+// the row) against decoding the row whole, for every task of the fixtures.
+func TestTaskStreamMatchesTask(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 14, fewSteps)
+	if _, err := run.WriteAggregates(dir, "gen"); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{dir, filepath.Join(dir, "gen.jsonl"), "testdata/oracle.jsonl"} {
+		r := mustOpen(t, path)
+		tasks, err := r.Tasks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range tasks {
+			whole, err := r.Task(s.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, each, err := r.TaskStream(s.Key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var steps []Step
+			if err := each(func(st Step) error { steps = append(steps, st); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(steps, whole.Steps) {
+				t.Errorf("%s %s: streamed %d steps, whole %d, or they differ", path, s.Key, len(steps), len(whole.Steps))
+			}
+			whole.Steps = nil
+			if d.Patch != whole.Patch || d.TestOutput != whole.TestOutput || d.RewardReason != whole.RewardReason || d.Summary != whole.Summary ||
+				!slices.Equal(d.FailF2P, whole.FailF2P) || !slices.Equal(d.Tamper, whole.Tamper) || !slices.Equal(d.Raw, whole.Raw) || d.ProblemStatement != whole.ProblemStatement {
+				t.Errorf("%s %s: streamed page data differs:\n%+v\n%+v", path, s.Key, d.Summary, whole.Summary)
+			}
+		}
+	}
+}
