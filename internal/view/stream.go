@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,67 +10,211 @@ import (
 )
 
 // A task's page streams its steps: the row is read twice from its file,
-// once for everything but the steps and the conversation (decoded, kept),
+// once for everything but the steps and the conversation (kept: small),
 // once for the steps, each decoded, rendered and let go before the next.
 // Memory per request is one step plus the small fields, whatever the
-// trajectory's length. Gym rollouts and mini-swe-agent files hold their
-// steps as messages to pair up; they are decoded whole.
+// trajectory's length. Both passes use a byte scanner over a buffered
+// reader (encoding/json's token reader is many times slower). Gym rollouts
+// and mini-swe-agent files hold their steps as messages to pair up; they
+// are decoded whole.
 
 // errStop ends a walk early.
 var errStop = errors.New("stop")
 
-// skipStream reads and drops the next value, token by token.
-func skipStream(dec *json.Decoder) error {
-	depth := 0
+// streamScanner reads JSON values from a stream, copying them into buf
+// while capture is set.
+type streamScanner struct {
+	r       *bufio.Reader
+	buf     []byte
+	capture bool
+}
+
+func newStreamScanner(r io.Reader) *streamScanner {
+	return &streamScanner{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+func (s *streamScanner) next() (byte, error) {
+	c, err := s.r.ReadByte()
+	if err == io.EOF {
+		err = io.ErrUnexpectedEOF
+	}
+	if err == nil && s.capture {
+		s.buf = append(s.buf, c)
+	}
+	return c, err
+}
+
+// ws reads past white space and returns the next byte.
+func (s *streamScanner) ws() (byte, error) {
 	for {
-		t, err := dec.Token()
+		c, err := s.r.ReadByte()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			if s.capture {
+				s.buf = append(s.buf, c)
+			}
+			return c, nil
+		}
+	}
+}
+
+// rest reads the remainder of the value whose first byte c was read.
+func (s *streamScanner) rest(c byte) error {
+	switch c {
+	case '"':
+		return s.restString()
+	case '{', '[':
+		depth := 1
+		for depth > 0 {
+			c, err := s.next()
+			if err != nil {
+				return err
+			}
+			switch c {
+			case '"':
+				if err := s.restString(); err != nil {
+					return err
+				}
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+		}
+		return nil
+	}
+	for {
+		b, err := s.r.Peek(1)
+		if err != nil || b[0] == ',' || b[0] == '}' || b[0] == ']' || b[0] == ' ' || b[0] == '\n' || b[0] == '\t' || b[0] == '\r' {
+			return nil // a literal ends at its delimiter (or at the end)
+		}
+		if _, err := s.next(); err != nil {
+			return err
+		}
+	}
+}
+
+func (s *streamScanner) restString() error {
+	for {
+		c, err := s.next()
 		if err != nil {
 			return err
 		}
-		switch t {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-		if depth == 0 {
+		switch c {
+		case '\\':
+			if _, err := s.next(); err != nil {
+				return err
+			}
+		case '"':
 			return nil
 		}
 	}
 }
 
-// walkStream reads an object, calling fn with each key; fn reads the value
-// or returns false to have it skipped. null reads as an object without
-// keys.
-func walkStream(dec *json.Decoder, fn func(key string) (bool, error)) error {
-	t, err := dec.Token()
+// value reads the value whose first byte c was read and returns its bytes
+// (valid until the next call).
+func (s *streamScanner) value(c byte) ([]byte, error) {
+	s.buf = append(s.buf[:0], c)
+	s.capture = true
+	err := s.rest(c)
+	s.capture = false
+	return s.buf, err
+}
+
+// object walks the object whose first byte c was read ('{', or 'n' of
+// null: no keys), calling fn with each key and the first byte of its
+// value; fn must read the value (s.rest, s.value or a nested walk).
+func (s *streamScanner) object(c byte, fn func(key string, c byte) error) error {
+	if c == 'n' {
+		return s.rest(c)
+	}
+	if c != '{' {
+		return fmt.Errorf("want an object, found %q", c)
+	}
+	c, err := s.ws()
 	if err != nil {
 		return err
 	}
-	if t == nil {
+	if c == '}' {
 		return nil
 	}
-	if t != json.Delim('{') {
-		return fmt.Errorf("want an object, found %v", t)
-	}
-	for dec.More() {
-		t, err := dec.Token()
+	for {
+		if c != '"' {
+			return fmt.Errorf("want a key, found %q", c)
+		}
+		raw, err := s.value(c)
 		if err != nil {
 			return err
 		}
-		key, _ := t.(string)
-		done, err := fn(key)
-		if err != nil {
+		var key string
+		if err := json.Unmarshal(raw, &key); err != nil {
 			return err
 		}
-		if !done {
-			if err := skipStream(dec); err != nil {
+		if c, err = s.ws(); err != nil || c != ':' {
+			return fmt.Errorf("want ':' after %q: %v", key, err)
+		}
+		if c, err = s.ws(); err != nil {
+			return err
+		}
+		if err := fn(key, c); err != nil {
+			return err
+		}
+		if c, err = s.ws(); err != nil {
+			return err
+		}
+		switch c {
+		case '}':
+			return nil
+		case ',':
+			if c, err = s.ws(); err != nil {
 				return err
 			}
+		default:
+			return fmt.Errorf("want ',' or '}' after %q, found %q", key, c)
 		}
 	}
-	_, err = dec.Token()
-	return err
+}
+
+// array walks the array whose first byte c was read ('[', or 'n' of null),
+// calling fn with each element's bytes.
+func (s *streamScanner) array(c byte, fn func(elem []byte) error) error {
+	if c == 'n' {
+		return s.rest(c)
+	}
+	if c != '[' {
+		return fmt.Errorf("want an array, found %q", c)
+	}
+	c, err := s.ws()
+	if err != nil || c == ']' {
+		return err
+	}
+	for {
+		elem, err := s.value(c)
+		if err != nil {
+			return err
+		}
+		if err := fn(elem); err != nil {
+			return err
+		}
+		if c, err = s.ws(); err != nil {
+			return err
+		}
+		switch c {
+		case ']':
+			return nil
+		case ',':
+			if c, err = s.ws(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("want ',' or ']' in an array, found %q", c)
+		}
+	}
 }
 
 // streamed reports whether a format's steps are streamed.
@@ -94,84 +239,76 @@ func (r *Run) open(s *Summary) (io.ReadCloser, error) {
 // the conversation (not shown).
 var bulky = map[string]bool{"trajectory_steps": true, "history": true, "messages": true}
 
-// withoutSteps reads the row's fields but the bulky ones, as a JSON object.
+// withoutSteps reads the row's fields but the bulky ones, as a JSON object
+// (a record's trajectory object likewise).
 func withoutSteps(rd io.Reader) ([]byte, error) {
-	dec := json.NewDecoder(rd)
-	var obj func() (map[string]json.RawMessage, error)
-	obj = func() (map[string]json.RawMessage, error) {
-		out := map[string]json.RawMessage{}
-		err := walkStream(dec, func(key string) (bool, error) {
+	s := newStreamScanner(rd)
+	var obj func(c byte) ([]byte, error)
+	obj = func(c byte) ([]byte, error) {
+		out := []byte{'{'}
+		add := func(k string, v []byte) {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			kb, _ := json.Marshal(k)
+			out = append(append(append(out, kb...), ':'), v...)
+		}
+		err := s.object(c, func(key string, c byte) error {
 			switch {
 			case bulky[key]:
-				return false, nil
-			case key == "trajectory":
-				// A record's trajectory: an object (its bulky fields
-				// left out), or null.
-				inner, err := obj()
-				if err != nil || len(inner) == 0 {
-					out[key] = json.RawMessage("null")
-					return true, err
-				}
-				out[key], err = json.Marshal(inner)
-				return true, err
+				return s.rest(c)
+			case key == "trajectory" && c == '{':
+				inner, err := obj(c)
+				add(key, inner)
+				return err
 			}
-			var v json.RawMessage
-			if err := dec.Decode(&v); err != nil {
-				return false, err
-			}
-			out[key] = v
-			return true, nil
+			v, err := s.value(c)
+			add(key, v)
+			return err
 		})
-		return out, err
+		return append(out, '}'), err
 	}
-	top, err := obj()
+	c, err := s.ws()
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(top)
+	return obj(c)
 }
 
 // eachStep decodes the row's steps one at a time.
 func eachStep(rd io.Reader, format string, fn func(Step) error) error {
-	dec := json.NewDecoder(rd)
-	steps := func() error {
-		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
-			if t == nil && err == nil {
-				return errStop // null: no steps
-			}
-			return fmt.Errorf("trajectory_steps: want an array: %v", err)
-		}
-		for dec.More() {
-			var rs rawStep
-			if err := dec.Decode(&rs); err != nil {
-				return err
-			}
-			if err := fn(rs.step()); err != nil {
-				return err
-			}
-		}
-		if _, err := dec.Token(); err != nil {
-			return err
-		}
-		return errStop
-	}
-	var walk func(path []string) error
-	walk = func(path []string) error {
-		return walkStream(dec, func(key string) (bool, error) {
-			if key != path[0] {
-				return false, nil
-			}
-			if len(path) == 1 {
-				return true, steps()
-			}
-			return true, walk(path[1:])
-		})
-	}
+	s := newStreamScanner(rd)
 	path := []string{"trajectory_steps"}
 	if format == FormatRecord {
 		path = []string{"trajectory", "trajectory_steps"}
 	}
-	if err := walk(path); err != nil && !errors.Is(err, errStop) {
+	var walk func(c byte, path []string) error
+	walk = func(c byte, path []string) error {
+		return s.object(c, func(key string, c byte) error {
+			switch {
+			case key != path[0]:
+				return s.rest(c)
+			case len(path) > 1:
+				return walk(c, path[1:])
+			}
+			err := s.array(c, func(elem []byte) error {
+				var rs rawStep
+				if err := json.Unmarshal(elem, &rs); err != nil {
+					return err
+				}
+				return fn(rs.step())
+			})
+			if err != nil {
+				return err
+			}
+			return errStop // the rest of the row is not needed
+		})
+	}
+	c, err := s.ws()
+	if err != nil {
+		return err
+	}
+	if err := walk(c, path); err != nil && !errors.Is(err, errStop) {
 		return err
 	}
 	return nil

@@ -388,3 +388,29 @@ func TestTaskStreamMatchesTask(t *testing.T) {
 		}
 	}
 }
+
+func TestEachStepEdges(t *testing.T) {
+	tests := []struct {
+		name, format, row string
+		steps             int
+		fails             bool
+	}{
+		{"cut row", FormatSwerve, `{"trajectory_steps":[{"step_idx":0,"thought":"a \"q\" ]"},{"step_idx":1`, 1, true},
+		{"no steps", FormatSwerve, `{"trajectory_steps":[],"history":[]}`, 0, false},
+		{"null steps", FormatSwerve, `{"x":null,"trajectory_steps":null}`, 0, false},
+		{"record without trajectory", FormatRecord, `{"instance_id":"a","trajectory":null,"reward":0}`, 0, false},
+		{"record", FormatRecord, `{"trajectory":{"messages":[{"content":"}"}],"trajectory_steps":[{"step_idx":0},{"step_idx":1}]},"reward":1.5e0}`, 2, false},
+		{"not an object", FormatSwerve, `[1,2]`, 0, true},
+	}
+	for _, tc := range tests {
+		n := 0
+		err := eachStep(strings.NewReader(tc.row), tc.format, func(Step) error { n++; return nil })
+		if n != tc.steps || (err != nil) != tc.fails {
+			t.Errorf("%s: %d steps, err %v; want %d, failure %v", tc.name, n, err, tc.steps, tc.fails)
+		}
+	}
+	small, err := withoutSteps(strings.NewReader(`{"a":1, "trajectory":{"cost":2,"messages":[1],"trajectory_steps":[{}]}, "history":[{"x":"y"}], "b":"c"}`))
+	if err != nil || string(small) != `{"a":1,"trajectory":{"cost":2},"b":"c"}` {
+		t.Errorf("withoutSteps: %s %v", small, err)
+	}
+}
