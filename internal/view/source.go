@@ -32,6 +32,9 @@ type Run struct {
 	mu      sync.Mutex
 	idx     *index
 	checked time.Time
+	// every is how long a check waits after the last: recheck, or 20
+	// times what looking at the files took, whichever is longer.
+	every time.Duration
 	// now is time.Now, replaceable in tests.
 	now func() time.Time
 }
@@ -139,9 +142,10 @@ func (r *Run) index() (*index, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := r.now()
-	if r.idx != nil && now.Sub(r.checked) < recheck {
+	if r.idx != nil && now.Sub(r.checked) < max(recheck, r.every) {
 		return r.idx, nil
 	}
+	began := time.Now()
 	files, kind, err := r.files()
 	if err != nil {
 		if r.idx != nil {
@@ -150,7 +154,7 @@ func (r *Run) index() (*index, error) {
 		return nil, err
 	}
 	stamp := stampOf(files)
-	r.checked = now
+	r.checked, r.every = now, 20*time.Since(began)
 	if r.idx != nil && r.idx.stamp == stamp {
 		return r.idx, nil
 	}
