@@ -302,8 +302,9 @@ func histogram(values []float64, label string) template.HTML {
 	}
 	n := bins
 	width := (hi - lo) / float64(n)
-	if hi-lo < bins && hi == math.Trunc(hi) && lo == math.Trunc(lo) {
-		// small whole numbers: one bin per value
+	perValue := hi-lo < bins && hi == math.Trunc(hi) && lo == math.Trunc(lo)
+	if perValue {
+		// small whole numbers: one bin per value, each labelled
 		n, width = int(hi-lo)+1, 1
 	}
 	counts := make([]int, n)
@@ -316,16 +317,26 @@ func histogram(values []float64, label string) template.HTML {
 	}
 	top := slices.Max(counts)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="hist" role="img" aria-label="histogram of %s" viewBox="0 0 %g %g" width="%g" height="%g">`, label, w, h+30, w, h+30)
+	const top0 = 14.0 // room for the counts above the bars
+	fmt.Fprintf(&b, `<svg class="hist" role="img" aria-label="histogram of %s" viewBox="0 0 %g %g" width="%g" height="%g">`, label, w, h+top0+30, w, h+top0+30)
 	bw := w / float64(n)
 	for i, c := range counts {
 		bh := h * float64(c) / float64(top)
 		from := lo + float64(i)*width
+		x := float64(i) * bw
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s %s–%s: %d</title></rect>`,
-			float64(i)*bw+1, h-bh, bw-2, bh, label, short(from), short(from+width), c)
+			x+1, top0+h-bh, bw-2, bh, label, short(from), short(from+width), c)
+		if c > 0 {
+			fmt.Fprintf(&b, `<text class="count" x="%.1f" y="%.1f" text-anchor="middle">%d</text>`, x+bw/2, top0+h-bh-3, c)
+		}
+		if perValue {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%g" text-anchor="middle">%s</text>`, x+bw/2, top0+h+13, short(from))
+		}
 	}
-	fmt.Fprintf(&b, `<text x="0" y="%g">%s</text><text x="%g" y="%g" text-anchor="end">%s</text>`, h+16, short(lo), w, h+16, short(hi))
-	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle">%s (n=%d, max bin %d)</text></svg>`, w/2, h+28, label, len(values), top)
+	if !perValue {
+		fmt.Fprintf(&b, `<text x="0" y="%g">%s</text><text x="%g" y="%g" text-anchor="end">%s</text>`, top0+h+13, short(lo), w, top0+h+13, short(hi))
+	}
+	fmt.Fprintf(&b, `<text x="%g" y="%g" text-anchor="middle">%s of %d tasks</text></svg>`, w/2, top0+h+28, label, len(values))
 	return template.HTML(b.String())
 }
 
