@@ -90,9 +90,8 @@ type entry struct {
 	// arrives later is closed.
 	gone bool
 	// taken is set when an Open took the entry.
-	taken  bool
-	done   chan struct{} // closed when the warm open ends
-	cancel context.CancelFunc
+	taken bool
+	done  chan struct{} // closed when the warm open ends
 }
 
 var _ sandbox.Backend = (*Pool)(nil)
@@ -178,7 +177,9 @@ func (p *Pool) dropLocked(e *entry) []sandbox.Sandbox {
 		e.box = nil
 		return []sandbox.Sandbox{box}
 	case stateOpening:
-		e.cancel() // its goroutine closes what it gets
+		// Not cancelled: a backend may leave a box behind when its open is
+		// cut short (an engine that created the container after the client
+		// gave up). The open ends, and its goroutine closes the box.
 	}
 	return nil
 }
@@ -217,14 +218,13 @@ func (p *Pool) fillLocked() {
 }
 
 // startLocked opens e's box in the background. Its context ends only when
-// the entry is dropped or the pool closed before the open returns: a box
-// must not die with the context it was opened with once handed out.
+// Close gives up waiting before the open returns: a box must not die with
+// the context it was opened with once handed out.
 func (p *Pool) startLocked(e *entry) {
 	e.state = stateOpening
 	p.st.Opening++
 	ctx, cancel := context.WithCancel(context.WithoutCancel(p.ctx))
 	stop := context.AfterFunc(p.ctx, cancel)
-	e.cancel = cancel
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
@@ -304,7 +304,6 @@ func (p *Pool) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, er
 		case <-e.done: // it arrived meanwhile: close it below
 		default:
 			e.gone = true // its goroutine closes it
-			e.cancel()
 			p.mu.Unlock()
 			return nil, ctx.Err()
 		}
@@ -365,10 +364,11 @@ func (p *Pool) Stats() Stats {
 	return st
 }
 
-// Close stops the warm opens in flight, closes every warm box nobody took
-// and waits until all of them are gone. Later Expects keep nothing warm and
-// later Opens go to the backend. Boxes already handed out are the callers'
-// to close.
+// Close closes every warm box nobody took, lets the warm opens in flight
+// end and closes their boxes, and returns when all of them are gone. When
+// ctx ends first, the opens still in flight are cancelled (the backend then
+// removes what it made). Later Expects keep nothing warm and later Opens go
+// to the backend. Boxes already handed out are the callers' to close.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
@@ -377,9 +377,16 @@ func (p *Pool) Close(ctx context.Context) error {
 		boxes = append(boxes, p.dropLocked(p.queue[0])...)
 	}
 	p.mu.Unlock()
-	p.cancel()
 	closeAll(ctx, boxes)
-	p.wg.Wait()
+	opens := make(chan struct{})
+	go func() { p.wg.Wait(); close(opens) }()
+	select {
+	case <-opens:
+	case <-ctx.Done():
+		p.cancel()
+		<-opens
+	}
+	p.cancel()
 	return nil
 }
 

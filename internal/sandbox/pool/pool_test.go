@@ -243,6 +243,7 @@ func TestSizeBound(t *testing.T) {
 	fb := &fakeBackend{gate: make(chan struct{})}
 	p := New(fb, Options{Size: 2})
 	defer p.Close(ctx)
+	defer close(fb.gate) // Close waits for the opens in flight
 	p.Expect(spec("a"), spec("b"), spec("c"), spec("d"))
 	waitFor(t, "two opens", func() bool { return p.Stats().Opening == 2 })
 	time.Sleep(20 * time.Millisecond)
@@ -357,7 +358,11 @@ func TestCancelClosesEverything(t *testing.T) {
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled open: got %v", err)
 	}
-	if err := p.Close(ctx); err != nil {
+	// The opens in flight are not cut short while Close may wait for them;
+	// past its ctx they are.
+	cctx, cancel = context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if err := p.Close(cctx); err != nil {
 		t.Fatal(err)
 	}
 	fb.mu.Lock()
@@ -433,5 +438,22 @@ func TestSizeZeroIsPassThrough(t *testing.T) {
 	box.Close(ctx)
 	if st := p.Stats(); st.Misses != 1 {
 		t.Fatalf("stats %+v", st)
+	}
+}
+
+// TestReleaseLetsOpenFinish: a released box that is still opening is not cut
+// short (a backend may leave a box behind then); it is closed on arrival.
+func TestReleaseLetsOpenFinish(t *testing.T) {
+	ctx := context.Background()
+	fb := &fakeBackend{gate: make(chan struct{})}
+	p := New(fb, Options{Size: 1})
+	defer p.Close(ctx)
+	tk := p.Expect(spec("a"))
+	waitFor(t, "the open", func() bool { return p.Stats().Opening == 1 })
+	tk.Release(ctx)
+	fb.gate <- struct{}{} // it was still waiting: not cancelled
+	waitFor(t, "the late box closed", func() bool { st := p.Stats(); return st.Unused == 1 && st.Opening == 0 })
+	if n := fb.live(); n != 0 {
+		t.Fatalf("%d boxes open", n)
 	}
 }
