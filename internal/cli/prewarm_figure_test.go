@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 // run's wall time and what the pool did. Every task must resolve both ways.
 // Gated by SWERVE_REALTASKS=1 and SWERVE_POOL_FIGURES=1; the backend is
 // SWERVE_POOL_BACKEND (default docker), the workers SWERVE_POOL_WORKERS
-// (default 1):
+// (default 1), the runs' --prewarm values in order SWERVE_POOL_ORDER
+// (default 0,2):
 //
 //	SWERVE_DOCKER_TESTS=1 SWERVE_REALTASKS=1 SWERVE_POOL_FIGURES=1 \
 //	  go test -count=1 -run TestFigurePrewarmKit -v -timeout 60m ./internal/cli/
@@ -41,8 +44,12 @@ func TestFigurePrewarmKit(t *testing.T) {
 	tmp := filepath.Join(work, "tmp")
 	os.Mkdir(tmp, 0o755)
 	env := e2eEnv(t, tmp)
-	for _, prewarm := range []string{"0", "2"} {
-		traj := filepath.Join(work, "prewarm"+prewarm)
+	order := "0,2"
+	if v := os.Getenv("SWERVE_POOL_ORDER"); v != "" {
+		order = v // e.g. 2,0 to rule out that the second run gains from the first
+	}
+	for i, prewarm := range strings.Split(order, ",") {
+		traj := filepath.Join(work, fmt.Sprintf("run%d-prewarm%s", i, prewarm))
 		start := time.Now()
 		_, stderr, code := runSwerve(t, env, work, 40*time.Minute, "run", "--dataset", data, "--llm_name", "oracle/gold",
 			"--scaffold", "r2egym", "--backend", backend, "--pull", "never", "--max_workers", workers,
