@@ -183,3 +183,24 @@ func TestServePrewarmDrain(t *testing.T) {
 	}
 	noLocalBoxes(t, tmp, "after the drain")
 }
+
+// TestValidatePrewarm: validate --prewarm gives the same verdicts and
+// leaves no box.
+func TestValidatePrewarm(t *testing.T) {
+	testutil.NeedPytest(t)
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	env := e2eEnv(t, tmp)
+	data, ids := e2eDataset(t, work, 1)
+	out, stderr, code := runSwerve(t, env, work, 5*time.Minute, "validate", "--dataset", data, "--backend", "local", "--prewarm", "3", "--json")
+	if code != 0 {
+		t.Fatalf("validate --prewarm: exit %d\n%s", code, stderr)
+	}
+	for _, id := range ids {
+		if !strings.Contains(out, id) {
+			t.Errorf("no verdict for %s:\n%s", id, out)
+		}
+	}
+	noLocalBoxes(t, tmp, "after validate --prewarm")
+}
