@@ -109,7 +109,8 @@ func TestRunPrewarmKilled(t *testing.T) {
 	}
 	p.cmd.Process.Signal(syscall.SIGKILL)
 	p.wait(t, time.Minute)
-	out, stderr, code := runSwerve(t, env, work, time.Minute, "gc")
+	// Only this run's boxes (its run id is cli-<pid>).
+	out, stderr, code := runSwerve(t, env, work, time.Minute, "gc", "--run", "cli-"+strconv.Itoa(p.cmd.Process.Pid))
 	if code != 0 {
 		t.Fatalf("gc: exit %d\n%s%s", code, out, stderr)
 	}
