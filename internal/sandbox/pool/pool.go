@@ -14,8 +14,10 @@
 //     a warm box before it is handed out (the backend's own start-up aside);
 //   - hand a box to a spec other than its own;
 //   - keep a box nobody will use: a Ticket's boxes that were not taken are
-//     closed when it is released, and Close closes every warm box and stops
-//     the opens in flight.
+//     closed when it is released, and Close closes every warm box. An open
+//     in flight is let finish and its box closed (a backend may leave a box
+//     behind when an open is cut short); Close cuts them short only once its
+//     own ctx ends.
 //
 // Warm boxes are opened by the wrapped backend like any other, so they carry
 // the same labels (run id, owner pid, task), and swerve gc finds them when
