@@ -32,6 +32,8 @@ type boxFlags struct {
 	// Params holds the registered backends' own settings (sandbox.Param),
 	// one flag each.
 	Params map[string]*string
+	// warm, when set (--prewarm), opens boxes through warm pools.
+	warm *warmPools
 }
 
 // Default limits of a container box (the local backend has none): enough
@@ -109,8 +111,6 @@ func (f *boxFlags) resolve(ctx context.Context) (string, error) {
 	return sandbox.Check(ctx, f.Backend)
 }
 
-// open starts a box for t on the chosen backend. Notes about the choice go
-// to stderr.
 // openRepo opens t's box and finds the repository in it (--workdir, else
 // the box's own): the opener run, serve and the session surfaces share.
 func (f *boxFlags) openRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
@@ -126,21 +126,41 @@ func (f *boxFlags) openRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox,
 	return box, wd, nil
 }
 
+// open starts a box for t on the chosen backend (through its warm pool
+// under --prewarm). Notes about the choice go to stderr.
 func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
+	name, spec, err := f.boxSpec(ctx, t, stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	var b sandbox.Backend
+	if f.warm != nil {
+		b, err = f.warm.backend(ctx, name, f.options())
+	} else {
+		b, err = sandbox.New(ctx, name, f.options())
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	box, err := b.Open(ctx, spec)
+	if err != nil {
+		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	return box, name, nil
+}
+
+// boxSpec is the backend and the spec of t's box under these flags.
+func (f *boxFlags) boxSpec(ctx context.Context, t task.Task, stderr io.Writer) (string, sandbox.Spec, error) {
 	backend := f.Backend
 	if (backend == "" || backend == "auto") && t.Image == "" && f.Image == "" && (t.SourceDir != "" || f.Source != "") {
 		backend = "local" // nothing to start a container from, but a directory to copy
 	}
 	name, skipped, err := sandbox.Resolve(ctx, backend)
 	if err != nil {
-		return nil, "", err
+		return "", sandbox.Spec{}, err
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "swerve: backend %s\n", s)
-	}
-	b, err := sandbox.New(ctx, name, f.options())
-	if err != nil {
-		return nil, "", err
 	}
 	spec := sandbox.Spec{
 		Image:        f.Image,
@@ -159,19 +179,15 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 			spec.Image = t.SourceDir
 		}
 		if spec.Image == "" {
-			return nil, "", fmt.Errorf("task %s: source_dir: the local backend needs a host directory to copy as the repository; the task has none (pass --source DIR, or use a container backend)", t.InstanceID)
+			return "", sandbox.Spec{}, fmt.Errorf("task %s: source_dir: the local backend needs a host directory to copy as the repository; the task has none (pass --source DIR, or use a container backend)", t.InstanceID)
 		}
 	} else if spec.Image == "" {
 		spec.Image = t.Image
 		if spec.Image == "" {
-			return nil, "", fmt.Errorf("task %s: image: the task names no image (pass --image)", t.InstanceID)
+			return "", sandbox.Spec{}, fmt.Errorf("task %s: image: the task names no image (pass --image)", t.InstanceID)
 		}
 	}
-	box, err := b.Open(ctx, spec)
-	if err != nil {
-		return nil, "", fmt.Errorf("task %s: %w", t.InstanceID, err)
-	}
-	return box, name, nil
+	return name, spec, nil
 }
 
 // oneTask loads the dataset and picks the task named by --instance_id.

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,7 @@ type runFlags struct {
 	Reward       string
 	Config       string
 	JSON         bool
+	Prewarm      int
 	Upstream     upstreamFlags
 }
 
@@ -124,6 +126,7 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 	fs.StringVar(&rf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.StringVar(&rf.Config, "config", "", "YAML file with the same keys as the flags (flags win)")
 	fs.BoolVar(&rf.JSON, "json", false, "print progress as JSON lines on stdout")
+	registerPrewarm(fs, &rf.Prewarm)
 	return cmd
 }
 
@@ -235,10 +238,15 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	// Boxes a killed earlier run left behind go first.
 	cleanupOrphans(ctx, stderr)
 
+	closeWarm, err := bf.setPrewarm(rf.Prewarm)
+	if err != nil {
+		return err
+	}
+	defer closeWarm(context.WithoutCancel(ctx))
 	opener := bf.openRepo
 	config := map[string]any{}
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name != "json" && f.Name != "config" {
+		if f.Name != "json" && f.Name != "config" && f.Name != "prewarm" {
 			config[strings.ReplaceAll(f.Name, "-", "_")] = f.Value.String()
 		}
 	})
@@ -253,11 +261,13 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
 		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
 		Override: af.override, OverrideHash: af.overrideHash,
+		Upcoming: bf.upcoming(ctx, warmBoxes(rf.RunGolden, rf.GradeIn)),
 	})
 	prog.finish()
 	if sum != nil {
 		printRunSummary(stderr, sum)
 	}
+	printWarmSummary(stderr, bf.warm)
 	if err != nil {
 		if errors.Is(err, run.ErrInterrupted) || ctx.Err() != nil {
 			fmt.Fprintf(stderr, "swerve: interrupted; rerun the same command to finish the remaining tasks\n")

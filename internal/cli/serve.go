@@ -39,6 +39,7 @@ type serveFlags struct {
 	MaxSessions      int
 	SessionTTL       time.Duration
 	TokenIDs         bool
+	Prewarm          int
 }
 
 func newServeCmd() *cobra.Command {
@@ -135,6 +136,7 @@ the command line win.`,
 	fs.BoolVar(&sf.TokenIDs, "token_ids", false, "ask the policy server for token ids and log-probs (vLLM, NeMo RL and Gym model servers give them) and put them on every model output item, contiguous across turns; a server that does not give them fails the rollout")
 	fs.IntVar(&sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
 	secondsVar(fs, &sf.SessionTTL, "session_ttl", sessions.DefaultTTL, "a session left unused this long is closed and its box removed")
+	registerPrewarm(fs, &sf.Prewarm)
 	return cmd
 }
 
@@ -225,6 +227,11 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if sf.Queue < 0 {
 		return fmt.Errorf("--queue %d: must be 0 or more", sf.Queue)
 	}
+	closeWarm, err := bf.setPrewarm(sf.Prewarm)
+	if err != nil {
+		return err
+	}
+	defer closeWarm(context.WithoutCancel(ctx))
 	ro, err := newRunRollouts(cmd, df, bf, af, sf)
 	if err != nil {
 		return err
@@ -252,7 +259,9 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	} {
 		srv.AddMetric(m.name, m.help, m.typ, func() float64 { return float64(m.f(sess.Stats())) })
 	}
+	addWarmMetrics(srv, bf.warm)
 	srv.OnShutdown(func(ctx context.Context) { sess.Close(ctx) })
+	srv.OnShutdown(closeWarm)
 	ln, err := net.Listen("tcp", sf.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", sf.Listen, err)

@@ -79,6 +79,15 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 	return ro, nil
 }
 
+// Queued expects the boxes of a queued row's task (--prewarm): they open
+// while the row waits for a slot, and those not used close when it ends.
+func (ro *runRollouts) Queued(req *serve.RolloutRequest) func() {
+	if ro.bf.warm == nil || req.Task == nil {
+		return func() {}
+	}
+	return ro.bf.warm.expect(context.Background(), ro.bf, req.Task, warmBoxes(ro.sf.RunGolden, episode.GradeFresh))
+}
+
 // open opens a task's box with the box flags and finds the repository in it.
 func (ro *runRollouts) open(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
 	return ro.bf.openRepo(ctx, t)

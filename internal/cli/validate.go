@@ -66,6 +66,7 @@ func newValidateCmd() *cobra.Command {
 		df      datasetFlags
 		bf      boxFlags
 		workers int
+		prewarm int
 		timeout time.Duration
 		asJSON  bool
 	)
@@ -111,6 +112,19 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 				}
 			}
 			ctx := cmd.Context()
+			closeWarm, err := bf.setPrewarm(prewarm)
+			if err != nil {
+				return err
+			}
+			defer closeWarm(context.WithoutCancel(ctx))
+			ended := func(*task.Task) {}
+			if up := bf.upcoming(ctx, 2); up != nil { // the gold and the empty check's boxes
+				ptrs := make([]*task.Task, len(tasks))
+				for i := range tasks {
+					ptrs[i] = &tasks[i]
+				}
+				ended = up(ptrs)
+			}
 			stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 			results := make([]validation, len(tasks))
 			var mu sync.Mutex
@@ -120,6 +134,7 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 			for i := range tasks {
 				g.Go(func() error {
 					results[i] = validateOne(ctx, stderr, &bf, &tasks[i], timeout, mode)
+					ended(&tasks[i])
 					mu.Lock()
 					done++
 					if !asJSON {
@@ -189,6 +204,7 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 	df.register(cmd.Flags())
 	bf.register(cmd.Flags())
 	cmd.Flags().IntVar(&workers, "max_workers", 2, "tasks validated at once")
+	registerPrewarm(cmd.Flags(), &prewarm)
 	secondsVar(cmd.Flags(), &timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON on stdout")
 	cmd.Flags().StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdicts), zero (reward 0), ignore (no check)")

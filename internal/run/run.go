@@ -124,6 +124,11 @@ type Options struct {
 	// Stop, when closed, starts a graceful shutdown: nothing new starts,
 	// running episodes end after their current step and are not recorded.
 	Stop <-chan struct{}
+	// Upcoming, if set, is told once, before the first task starts, the
+	// tasks this run will run (finished ones left out), in the order they
+	// start; the function it returns is called as each of them ends. A warm
+	// pool opens their boxes ahead with it, and closes those not used.
+	Upcoming func(pending []*task.Task) (ended func(*task.Task))
 }
 
 // DefaultMaxAttempts is Options.MaxAttempts' default.
@@ -445,6 +450,12 @@ func (r *runner) emit(e Event) {
 func (r *runner) stopping() bool { return stop.Chan(r.opts.Stop).Requested() }
 
 func (r *runner) runAll(ctx context.Context, pending []*task.Task) error {
+	ended := func(*task.Task) {}
+	if r.opts.Upcoming != nil && len(pending) > 0 {
+		if f := r.opts.Upcoming(pending); f != nil {
+			ended = f
+		}
+	}
 	sem := make(chan struct{}, r.opts.Workers)
 	var wg sync.WaitGroup
 	for _, t := range pending {
@@ -455,6 +466,7 @@ func (r *runner) runAll(ctx context.Context, pending []*task.Task) error {
 		go func(t *task.Task) {
 			defer wg.Done()
 			defer func() { <-sem }()
+			defer ended(t)
 			r.one(ctx, t)
 		}(t)
 	}

@@ -18,6 +18,14 @@ type Rollouts interface {
 	Rollout(ctx context.Context, req *RolloutRequest) (*RolloutResult, error)
 }
 
+// Queuer is implemented by Rollouts that want to hear of a rollout as soon
+// as it is admitted (its task found), before it waits for a slot: a warm
+// pool opens its boxes meanwhile. The function Queued returns is called
+// once the request ends, whether it ran, was cancelled or left in a drain.
+type Queuer interface {
+	Queued(req *RolloutRequest) (ended func())
+}
+
 // RolloutsFunc adapts a function to Rollouts.
 type RolloutsFunc func(ctx context.Context, req *RolloutRequest) (*RolloutResult, error)
 

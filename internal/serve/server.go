@@ -294,6 +294,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		}
 		req.Task = t
 	}
+	if q, ok := s.opts.Rollouts.(Queuer); ok {
+		defer q.Queued(req)()
+	}
 
 	queuedAt := time.Now()
 	s.met.queued.Inc()
