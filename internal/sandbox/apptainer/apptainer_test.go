@@ -59,8 +59,10 @@ func leaks(b *Backend) func(ctx context.Context) ([]string, error) {
 func TestConformance(t *testing.T) {
 	b := testBackend(t)
 	sandboxtest.Run(t, sandboxtest.Harness{
-		Backend:  b,
-		Spec:     func(testing.TB) sandbox.Spec { return sandbox.Spec{Image: testutil.TestImage(), Pull: sandbox.PullNever} },
+		Backend: b,
+		Spec: func(testing.TB) sandbox.Spec {
+			return sandbox.Spec{Image: testutil.TestImage(), Pull: sandbox.PullNever}
+		},
 		Leaks:    leaks(b),
 		Parallel: 12,
 	})

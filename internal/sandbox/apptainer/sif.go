@@ -180,4 +180,3 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, " | ")
 }
-
