@@ -162,6 +162,7 @@ type Box struct {
 	state   string // host directory of the box's overlay, /tmp and owner file
 	started bool   // the instance runs
 	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the helper's apptainer exec ended
 	stdin   io.WriteCloser
 	client  *shim.Client
 	stderr  *shim.TailBuffer
@@ -231,11 +232,18 @@ func (b *Box) startShim(ctx context.Context, user, workdir string) error {
 		return fmt.Errorf("apptainer: start helper in %s: %w", b.name, err)
 	}
 	b.cmd, b.stdin = cmd, stdin
+	b.exited = make(chan struct{})
+	go func() { _ = cmd.Wait(); close(b.exited) }()
 	b.client = shim.NewClient(stdout, stdin)
 	b.client.Describe = b.describe
 	hctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
 	if _, err := b.client.Hello(hctx); err != nil {
+		// Let apptainer finish saying why before reading its stderr.
+		select {
+		case <-b.exited:
+		case <-time.After(2 * time.Second):
+		}
 		if !isRoot(user) && strings.Contains(b.stderr.String(), "requires systemd as cgroups manager") {
 			return fmt.Errorf("apptainer: user %q: Apptainer joins an instance as another user only with systemd managing cgroups, and this one uses cgroupfs (\"systemd cgroups = no\" in apptainer.conf, which --cpus/--memory_mb/--pids need without systemd): run the box as root here", user)
 		}
@@ -351,13 +359,11 @@ func (b *Box) Close(ctx context.Context) error {
 		if b.cmd != nil {
 			// End of stdin makes the helper kill what it started and exit.
 			b.stdin.Close()
-			waited := make(chan struct{})
-			go func() { _ = b.cmd.Wait(); close(waited) }()
 			select {
-			case <-waited:
+			case <-b.exited:
 			case <-time.After(2 * time.Second):
 				_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
-				<-waited
+				<-b.exited
 			}
 		}
 		if b.started {
