@@ -99,10 +99,6 @@ type Backend struct {
 	shim      string
 	shimErr   error
 	runID     string
-	seq       atomic.Int64
-	noLimits  atomic.Bool // cgroups refused a start once: limits are skipped
-	convertMu sync.Mutex
-	converts  map[string]*conversion // by image id, in this process
 	// exec runs apptainer; tests replace it to see the arguments.
 	exec func(ctx context.Context, args ...string) *exec.Cmd
 }
@@ -151,7 +147,7 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 		runID = "adhoc-" + strconv.Itoa(os.Getpid())
 	}
 	b := &Backend{bin: bin, template: tmpl, sifCache: cache, dropCaps: drop, stateDir: state,
-		shimPath: cfg.ShimPath, runID: runID, converts: map[string]*conversion{}}
+		shimPath: cfg.ShimPath, runID: runID}
 	b.exec = func(ctx context.Context, args ...string) *exec.Cmd { return exec.CommandContext(ctx, b.bin, args...) }
 	return b, nil
 }
@@ -200,3 +196,12 @@ func isCgroupErr(out string) bool {
 }
 
 var errStart = errors.New("instance did not start")
+
+// State of this process shared by every Backend value (commands make one
+// per box).
+var (
+	seq       atomic.Int64 // numbers instance names
+	noLimits  atomic.Bool  // cgroups refused a start once: limits are skipped
+	convertMu sync.Mutex
+	converts  = map[string]*conversion{} // running conversions by image id
+)

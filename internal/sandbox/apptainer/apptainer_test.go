@@ -133,7 +133,7 @@ func TestLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer box.Close(ctx)
-	if b.noLimits.Load() {
+	if noLimits.Load() {
 		t.Skip("apptainer cannot use cgroups here: limits skipped (a warning said so)")
 	}
 	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("cat /proc/self/cgroup | grep pids | cut -d: -f3")})

@@ -91,7 +91,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		args = append(args, "--drop-caps", strings.Join(drop, ","))
 	}
 	limits := limitArgs(spec.Limits)
-	if b.noLimits.Load() {
+	if noLimits.Load() {
 		limits = nil
 	}
 	start := func(extra []string) (string, error) {
@@ -105,7 +105,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if err != nil && len(limits) > 0 && isCgroupErr(out) {
 		// Limits need cgroups Apptainer can use: not here. Say so once
 		// and start without them rather than fail every task.
-		if !b.noLimits.Swap(true) {
+		if !noLimits.Swap(true) {
 			slog.Warn("apptainer: resource limits (--cpus, --memory_mb, --pids) are ignored: Apptainer cannot use cgroups here (as root without systemd, set \"systemd cgroups = no\" in apptainer.conf)", "reason", lastLines(out, 1))
 		}
 		out, err = start(nil)
@@ -149,7 +149,7 @@ func isRoot(user string) bool {
 func (b *Backend) newName() string {
 	var r [3]byte
 	_, _ = rand.Read(r[:])
-	return fmt.Sprintf("%s%d-%d-%s", NamePrefix, os.Getpid(), b.seq.Add(1), hex.EncodeToString(r[:]))
+	return fmt.Sprintf("%s%d-%d-%s", NamePrefix, os.Getpid(), seq.Add(1), hex.EncodeToString(r[:]))
 }
 
 // Box is one Apptainer instance.

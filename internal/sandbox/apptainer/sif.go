@@ -105,21 +105,21 @@ func (b *Backend) convert(ctx context.Context, ref, pull string) (image, error) 
 	if _, err := os.Stat(img.sif); err == nil {
 		return img, nil
 	}
-	b.convertMu.Lock()
-	c, running := b.converts[res.ID]
+	convertMu.Lock()
+	c, running := converts[res.ID]
 	if !running {
 		c = &conversion{done: make(chan struct{})}
-		b.converts[res.ID] = c
+		converts[res.ID] = c
 		go func() {
 			// Not the caller's ctx: others may wait for this build.
 			c.err = b.build(context.WithoutCancel(ctx), ref, img.sif)
 			close(c.done)
-			b.convertMu.Lock()
-			delete(b.converts, res.ID)
-			b.convertMu.Unlock()
+			convertMu.Lock()
+			delete(converts, res.ID)
+			convertMu.Unlock()
 		}()
 	}
-	b.convertMu.Unlock()
+	convertMu.Unlock()
 	select {
 	case <-c.done:
 	case <-ctx.Done():
