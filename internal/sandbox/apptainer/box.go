@@ -53,6 +53,12 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if workdir == "" {
 		workdir = img.workdir
 	}
+	if workdir == "" {
+		// A .sif keeps no WORKDIR: start where an image without one
+		// starts under Docker, at the root (callers look for /testbed
+		// from there), not in the instance's default, $HOME.
+		workdir = "/"
+	}
 	name := b.newName()
 	box := &Box{b: b, name: name, image: spec.Image, env: slices.Clone(spec.Env), stderr: &shim.TailBuffer{}, state: filepath.Join(b.stateDir, name)}
 	defer func() {
