@@ -149,3 +149,58 @@ func TestLimits(t *testing.T) {
 		t.Errorf("pids.max of the box = %s, want 77", got)
 	}
 }
+
+// TestCollector checks gc's view: a box of this run is listed (with All:
+// its owner, this test, still runs) and removed, and so is a state
+// directory no instance uses; without All neither live box is listed.
+func TestCollector(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage(), Task: "collector-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	stray := filepath.Join(b.stateDir, NamePrefix+"1-1-dead00")
+	if err := os.MkdirAll(filepath.Join(stray, "overlay"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	live, err := b.Leftovers(ctx, sandbox.LeftoverOptions{RunID: b.runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range live {
+		if l.ID == box.ID() {
+			t.Errorf("Leftovers lists %s, whose owner still runs", l.ID)
+		}
+	}
+	all, err := b.Leftovers(ctx, sandbox.LeftoverOptions{All: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]sandbox.Leftover{}
+	for _, l := range all {
+		found[l.ID] = l
+	}
+	if l, ok := found[box.ID()]; !ok || l.Task != "collector-test" || l.RunID != b.runID || l.Image != testutil.TestImage() {
+		t.Fatalf("Leftovers(All) = %+v; want %s with its task, run and image", all, box.ID())
+	}
+	if _, ok := found[filepath.Base(stray)]; !ok {
+		t.Errorf("Leftovers(All) = %+v; want the stray state directory %s", all, stray)
+	}
+	for _, id := range []string{box.ID(), filepath.Base(stray)} {
+		if err := b.Remove(ctx, found[id]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if left, _ := b.Instances(ctx, box.ID()); len(left) > 0 {
+		t.Errorf("instance %s still runs after Remove", box.ID())
+	}
+	if _, err := os.Stat(stray); !os.IsNotExist(err) {
+		t.Errorf("%s still there after Remove (%v)", stray, err)
+	}
+	// The box's own Close after gc took it is not an error.
+	if err := box.Close(ctx); err != nil {
+		t.Errorf("Close after Remove: %v", err)
+	}
+}

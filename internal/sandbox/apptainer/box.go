@@ -107,6 +107,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		out, err := b.exec(sctx, a...).CombinedOutput()
 		return string(out), err
 	}
+	// From here Close stops the instance, which may be up even when the
+	// start command fails or is cancelled.
+	box.started = true
 	out, err := start(limits)
 	if err != nil && len(limits) > 0 && isCgroupErr(out) {
 		// Limits need cgroups Apptainer can use: not here. Say so once
@@ -122,7 +125,6 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		}
 		return nil, fmt.Errorf("apptainer: start instance from %s: %w: %s", img.sif, errStart, lastLines(out, 2))
 	}
-	box.started = true
 	if err := box.startShim(ctx, user, workdir); err != nil {
 		return nil, err
 	}
@@ -166,7 +168,7 @@ type Box struct {
 	env     []string
 	drop    []string
 	state   string // host directory of the box's overlay, /tmp and owner file
-	started bool   // the instance runs
+	started bool   // the instance may run: Close stops it
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the helper's apptainer exec ended
 	stdin   io.WriteCloser
