@@ -89,16 +89,16 @@ type Config struct {
 
 // Backend starts Apptainer instances.
 type Backend struct {
-	bin       string
-	template  string
-	sifCache  string
-	dropCaps  []string // capabilities every start and exec drops
-	stateDir  string
-	shimPath  string
-	shimOnce  sync.Once
-	shim      string
-	shimErr   error
-	runID     string
+	bin      string
+	template string
+	sifCache string
+	dropCaps []string // capabilities every start and exec drops
+	stateDir string
+	shimPath string
+	shimOnce sync.Once
+	shim     string
+	shimErr  error
+	runID    string
 	// exec runs apptainer; tests replace it to see the arguments.
 	exec func(ctx context.Context, args ...string) *exec.Cmd
 }

@@ -204,3 +204,21 @@ func TestCollector(t *testing.T) {
 		t.Errorf("Close after Remove: %v", err)
 	}
 }
+
+// TestAttach runs a shell the way swerve shell does without a terminal.
+func TestAttach(t *testing.T) {
+	b := testBackend(t)
+	ctx := context.Background()
+	box, err := b.Open(ctx, sandbox.Spec{Image: testutil.TestImage(), Workdir: "/usr", Env: []string{"SBT_A=a b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(ctx)
+	var out strings.Builder
+	code, err := box.(sandbox.Interactive).Attach(ctx, sandbox.AttachRequest{
+		Stdin: strings.NewReader("pwd; echo \"$SBT_A|$SBT_B\"; exit 3\n"), Stdout: &out, Env: []string{"SBT_B=b"},
+	})
+	if err != nil || code != 3 || out.String() != "/usr\na b|b\n" {
+		t.Errorf("Attach = %d, %v, output %q; want 3 and \"/usr\\na b|b\\n\"", code, err, out.String())
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -75,6 +76,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		return nil, fmt.Errorf("apptainer: task %s: %w", spec.Task, err)
 	}
 	box.drop = drop
+	box.workdir = workdir
 	args := []string{"instance", "start", "--containall", "--no-home", "--workdir", filepath.Join(box.state, "work")}
 	if root {
 		// A directory overlay: as much room as the disk has, where
@@ -166,6 +168,7 @@ type Box struct {
 	name    string
 	image   string
 	env     []string
+	workdir string
 	drop    []string
 	state   string // host directory of the box's overlay, /tmp and owner file
 	started bool   // the instance may run: Close stops it
@@ -180,8 +183,9 @@ type Box struct {
 }
 
 var (
-	_ sandbox.Sandbox = (*Box)(nil)
-	_ sandbox.Tooler  = (*Box)(nil)
+	_ sandbox.Sandbox     = (*Box)(nil)
+	_ sandbox.Tooler      = (*Box)(nil)
+	_ sandbox.Interactive = (*Box)(nil)
 )
 
 // writeState makes the box's host directory and its owner file, which gc
@@ -410,4 +414,44 @@ func removeAll(dir string) error {
 		return nil
 	})
 	return os.RemoveAll(dir)
+}
+
+// Attach runs an interactive command (a login shell by default) in the
+// instance with its own `apptainer exec`, on the caller's streams. When
+// they are the terminal (swerve shell passes os.Stdin and os.Stdout), the
+// command gets that terminal itself; Resize is then not needed and is
+// drained.
+func (b *Box) Attach(ctx context.Context, req sandbox.AttachRequest) (int, error) {
+	if b.client == nil {
+		return -1, sandbox.ErrClosed
+	}
+	argv := req.Cmd
+	if len(argv) == 0 {
+		argv = []string{"/bin/sh", "-c", "if command -v bash >/dev/null; then exec bash -l; else exec sh -l; fi"}
+	}
+	if env := slices.Concat(b.env, req.Env); len(env) > 0 {
+		argv = slices.Concat([]string{"env"}, env, argv)
+	}
+	args := []string{"exec", "--cleanenv", "--pwd", b.workdir}
+	if len(b.drop) > 0 {
+		args = append(args, "--drop-caps", strings.Join(b.drop, ","))
+	}
+	args = slices.Concat(args, []string{"instance://" + b.name}, argv)
+	cmd := b.b.exec(ctx, args...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = req.Stdin, req.Stdout, req.Stdout
+	if req.Resize != nil {
+		go func() {
+			for range req.Resize {
+			}
+		}()
+	}
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	if err != nil {
+		return -1, fmt.Errorf("apptainer: attach to %s: %w", b.name, err)
+	}
+	return 0, nil
 }
