@@ -184,3 +184,40 @@ func TestStartArgs(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitsFallBack: when Apptainer cannot use cgroups (its default
+// systemd manager without systemd as init), a box starts without limits
+// instead of failing, and later boxes do not try again.
+func TestLimitsFallBack(t *testing.T) {
+	defer noLimits.Store(noLimits.Load())
+	noLimits.Store(false)
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "starts")
+	bin := filepath.Join(dir, "apptainer")
+	os.WriteFile(bin, []byte(`#!/bin/sh
+case "$*" in
+*"instance start"*--cpus*) echo "FATAL:   container creation failed: while applying cgroups config: cannot use cgroups - cannot use systemd cgroups manager, systemd not running as init on this host" >&2; exit 255;;
+*"instance start"*) echo "$*" >> `+rec+`; exit 0;;
+esac
+exit 1
+`), 0o755)
+	sif := filepath.Join(dir, "x.sif")
+	os.WriteFile(sif, nil, 0o644)
+	b, err := New(context.Background(), Config{Binary: bin, StateDir: filepath.Join(dir, "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.shimOnce.Do(func() { b.shim = "/bin/true" })
+	for range 2 {
+		// The fake's exec fails, so Open fails after the start.
+		b.Open(context.Background(), sandbox.Spec{Image: sif, Limits: sandbox.Limits{CPUs: 1, MemoryMiB: 100}})
+	}
+	data, _ := os.ReadFile(rec)
+	starts := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(starts) != 2 || strings.Contains(string(data), "--memory") {
+		t.Errorf("starts that got through: %q; want two, without limits", starts)
+	}
+	if !noLimits.Load() {
+		t.Error("limits are still tried after cgroups refused them")
+	}
+}
