@@ -34,6 +34,7 @@ func testBackend(t testing.TB) *Backend {
 	if err != nil {
 		t.Fatalf("SWERVE_APPTAINER_TESTS=1 but: %v", err)
 	}
+	t.Cleanup(func() { os.Remove(b.stateDir) }) // only when empty: boxes left are Leaks' to report
 	return b
 }
 
