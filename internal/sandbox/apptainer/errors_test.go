@@ -221,3 +221,39 @@ exit 1
 		t.Error("limits are still tried after cgroups refused them")
 	}
 }
+
+// TestBuildSharedLock: boxes (of this process or others) converting the
+// same image at once run one apptainer build; the others wait on the lock
+// file and take its .sif.
+func TestBuildSharedLock(t *testing.T) {
+	dir := t.TempDir()
+	count := filepath.Join(dir, "builds")
+	bin := filepath.Join(dir, "apptainer")
+	// build -F OUT docker-daemon://IMG: count, take a while, write OUT.
+	os.WriteFile(bin, []byte("#!/bin/sh\necho x >> "+count+"\nsleep 0.3\necho sif > \"$3\"\n"), 0o755)
+	out := filepath.Join(dir, "cache", "abc.sif")
+	errs := make(chan error, 4)
+	for range 4 {
+		// A Backend each, as every command and process has its own.
+		b, err := New(context.Background(), Config{Binary: bin, SIFCache: filepath.Join(dir, "cache")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() { errs <- b.build(context.Background(), "img:tag", out) }()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, _ := os.ReadFile(count)
+	if n := strings.Count(string(data), "x"); n != 1 {
+		t.Errorf("%d builds for one image, want 1", n)
+	}
+	if got, _ := os.ReadFile(out); string(got) != "sif\n" {
+		t.Errorf("%s = %q, want the build's output", out, got)
+	}
+	if left, _ := filepath.Glob(out + ".tmp.*"); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}
