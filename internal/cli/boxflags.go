@@ -90,10 +90,22 @@ func (f *boxFlags) options() sandbox.Options {
 	return sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY"), Params: params}
 }
 
+// exportParams sets the environment variable of every backend setting
+// given as a flag, so that a backend's probe, which sees no flags, checks
+// what the boxes will use (--apptainer_binary, ...).
+func (f *boxFlags) exportParams() {
+	for name, v := range f.Params {
+		if p, ok := sandbox.LookupParam(name); ok && p.Env != "" && v != nil && *v != "" && *v != p.Default {
+			os.Setenv(p.Env, *v)
+		}
+	}
+}
+
 // check refuses an unknown --backend, or one this build does not have,
 // before anything starts; with probe it also asks the named backend (or
 // auto's choice) whether it answers, for commands that open many boxes.
 func (f *boxFlags) check(ctx context.Context, probe bool) error {
+	f.exportParams()
 	if !probe {
 		if f.Backend == "" || f.Backend == "auto" {
 			return nil
@@ -108,6 +120,7 @@ func (f *boxFlags) check(ctx context.Context, probe bool) error {
 // resolve is check with probe, returning the backend --backend names, or
 // the one auto picks for tasks with an image.
 func (f *boxFlags) resolve(ctx context.Context) (string, error) {
+	f.exportParams()
 	return sandbox.Check(ctx, f.Backend)
 }
 

@@ -2,13 +2,14 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -125,8 +126,8 @@ the command line win.`,
 	fs.StringVar(&sf.Config, "config", "", "YAML file with Gym's agent keys and these flags (flags win)")
 	fs.IntVar(&sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
 	fs.IntVar(&sf.Queue, "queue", serve.DefaultQueue, "rollouts that may wait for a slot; past that, 429")
-	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (not in this build); empty: --backend decides")
-	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity (unused with docker)")
+	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (the apptainer backend); empty: --backend decides")
+	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity, e.g. '/images/{instance_id}.sif' (sets --sif_template; unused with docker)")
 	fs.BoolVar(&sf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
 	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script, in seconds")
 	fs.BoolVar(&sf.SkipIfExists, "skip_if_exists", false, "answer from --results_dir when a result for the row's instance_id and model is there")
@@ -217,7 +218,15 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 		}
 		bf.Backend = "docker"
 	case "singularity":
-		return errors.New("--env singularity: this build has no singularity/apptainer backend; use env: docker")
+		// Gym's singularity is the apptainer backend; its
+		// cache_dir_template is the backend's --sif_template.
+		if cmd.Flags().Changed("backend") && sandbox.Canonical(bf.Backend) != "apptainer" {
+			return fmt.Errorf("--env singularity and --backend %s: give one", bf.Backend)
+		}
+		bf.Backend = "apptainer"
+		if p, ok := bf.Params["sif_template"]; ok && sf.CacheDirTemplate != "" && !cmd.Flags().Changed("sif_template") {
+			*p = sf.CacheDirTemplate
+		}
 	default:
 		return fmt.Errorf("--env %q: want docker or singularity", sf.Env)
 	}

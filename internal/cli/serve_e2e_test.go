@@ -27,7 +27,8 @@ func TestServeRefuses(t *testing.T) {
 		want string
 	}{
 		{[]string{"--listen", "0.0.0.0:0"}, "not a loopback address"},
-		{[]string{"--env", "singularity"}, "no singularity"},
+		{[]string{"--env", "singularity", "--apptainer_binary", "/nonexistent/apptainer"}, "--apptainer_binary /nonexistent/apptainer: no such program"},
+		{[]string{"--env", "singularity", "--backend", "docker"}, "give one"},
 		{[]string{"--env", "podman"}, "want docker or singularity"},
 		{[]string{"--concurrency", "0"}, "at least 1"},
 	} {
