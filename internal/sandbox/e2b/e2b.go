@@ -122,9 +122,11 @@ func ConfigFromOptions(opts sandbox.Options) Config {
 
 // Backend opens E2B sandboxes.
 type Backend struct {
-	cfg  Config
-	api  *API
-	host string
+	// skipStaticCheck lets tests upload a helper they do not run.
+	skipStaticCheck bool
+	cfg             Config
+	api             *API
+	host            string
 }
 
 var (
@@ -198,6 +200,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		return nil, err
 	}
 	shimPath, err := shim.Binary(b.cfg.ShimPath)
+	if b.skipStaticCheck {
+		shimPath, err = b.cfg.ShimPath, nil
+	}
 	if err != nil {
 		return nil, err
 	}
