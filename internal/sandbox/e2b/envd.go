@@ -50,6 +50,22 @@ func (e *Envd) client() *http.Client {
 	return http.DefaultClient
 }
 
+// streamClient is the client for process streams: a connection of its
+// own, never one an earlier request (an upload whose body the server
+// answered before reading it all) leaves in a pool.
+func (e *Envd) streamClient() *http.Client {
+	hc := *e.client()
+	if t, ok := hc.Transport.(*http.Transport); ok || hc.Transport == nil {
+		if !ok {
+			t = http.DefaultTransport.(*http.Transport)
+		}
+		t = t.Clone()
+		t.DisableKeepAlives = true
+		hc.Transport = t
+	}
+	return &hc
+}
+
 func (e *Envd) newRequest(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(e.URL, "/")+path, body)
 	if err != nil {
@@ -221,7 +237,7 @@ func (e *Envd) Start(ctx context.Context, cfg ProcessConfig, opts StartOptions) 
 	req.Header.Set("Content-Type", "application/connect+json")
 	req.Header.Set("Connect-Protocol-Version", "1")
 	op := "start " + cfg.Cmd + " in " + e.SandboxID
-	resp, err := e.client().Do(req)
+	resp, err := e.streamClient().Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("e2b: %s: %w: %w", op, sandbox.ErrUnavailable, err)
 	}
