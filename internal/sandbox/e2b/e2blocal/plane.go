@@ -136,6 +136,9 @@ func (p *Plane) Handler() http.Handler {
 	mux.HandleFunc("DELETE /sandboxes/{id}", p.auth(p.kill))
 	mux.HandleFunc("POST /sandboxes/{id}/timeout", p.auth(p.setTimeout))
 	mux.HandleFunc("POST /sandboxes/{id}/connect", p.auth(p.connect))
+	// Newer SDKs (e2b 2.5x) create and connect under /v2.
+	mux.HandleFunc("POST /v2/sandboxes", p.auth(p.create))
+	mux.HandleFunc("POST /v2/sandboxes/{id}/connect", p.auth(p.connect))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := envdTarget(r); id != "" {
 			p.proxyEnvd(w, r, id)
