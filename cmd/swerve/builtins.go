@@ -10,5 +10,6 @@ import (
 	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
 
 	// _ "github.com/swerve-dev/swerve/internal/sandbox/docker"
+	_ "github.com/swerve-dev/swerve/internal/sandbox/e2b"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/local"
 )

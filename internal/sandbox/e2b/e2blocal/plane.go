@@ -206,16 +206,22 @@ func (p *Plane) create(w http.ResponseWriter, r *http.Request) {
 		apiError(w, http.StatusNotFound, fmt.Sprintf("template '%s' not found", req.TemplateID))
 		return
 	}
-	if _, err := p.docker.ImageInspect(r.Context(), image); err != nil {
+	insp, err := p.docker.ImageInspect(r.Context(), image)
+	if err != nil {
 		apiError(w, http.StatusNotFound, fmt.Sprintf("template '%s' not found (image %s: %v)", req.TemplateID, image, err))
 		return
+	}
+	// E2B starts a template's processes in the workdir it was built with.
+	workdir := ""
+	if insp.Config != nil {
+		workdir = insp.Config.WorkingDir
 	}
 	timeout := time.Duration(req.Timeout) * time.Second
 	if req.Timeout == 0 {
 		timeout = 15 * time.Second // the API's default
 	}
 	internet := req.AllowInternetAccess == nil || *req.AllowInternetAccess
-	b, err := p.start(r.Context(), req, image, internet)
+	b, err := p.start(r.Context(), req, image, workdir, internet)
 	if err != nil {
 		apiError(w, http.StatusInternalServerError, err.Error())
 		return
@@ -276,7 +282,7 @@ func (p *Plane) ensureNetwork(ctx context.Context) error {
 
 // start runs the container, waits for envd and initialises it with the
 // sandbox's access token.
-func (p *Plane) start(ctx context.Context, req e2b.CreateRequest, image string, internet bool) (_ *box, err error) {
+func (p *Plane) start(ctx context.Context, req e2b.CreateRequest, image, workdir string, internet bool) (_ *box, err error) {
 	network := "bridge"
 	if !internet {
 		if err := p.ensureNetwork(ctx); err != nil {
@@ -342,7 +348,7 @@ func (p *Plane) start(ctx context.Context, req e2b.CreateRequest, image string, 
 			apiError(w, http.StatusBadGateway, "sandbox "+b.id+" unreachable: "+err.Error())
 		},
 	}
-	if err := p.initEnvd(ctx, b, req.EnvVars); err != nil {
+	if err := p.initEnvd(ctx, b, req.EnvVars, workdir); err != nil {
 		return nil, err
 	}
 	return b, nil
@@ -351,7 +357,7 @@ func (p *Plane) start(ctx context.Context, req e2b.CreateRequest, image string, 
 // initEnvd waits for envd's /health, then posts /init with the access
 // token (with -isnotfc, envd trusts the first token it gets), as E2B's
 // orchestrator does.
-func (p *Plane) initEnvd(ctx context.Context, b *box, envVars map[string]string) error {
+func (p *Plane) initEnvd(ctx context.Context, b *box, envVars map[string]string, workdir string) error {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -368,11 +374,15 @@ func (p *Plane) initEnvd(ctx context.Context, b *box, envVars map[string]string)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	body, _ := json.Marshal(map[string]any{
+	init := map[string]any{
 		"accessToken": b.token,
 		"envVars":     envVars,
 		"defaultUser": "root",
-	})
+	}
+	if workdir != "" {
+		init["defaultWorkdir"] = workdir
+	}
+	body, _ := json.Marshal(init)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+b.addr+"/init", strings.NewReader(string(body)))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
