@@ -22,6 +22,7 @@ import (
 // E2B_SANDBOX_URL pointing at it: validate (gold 1, empty 0), grade
 // --gold, run with the offline oracle model, and serve answering collect.
 func TestCommands(t *testing.T) {
+	needEnvd(t)
 	if os.Getenv("SWERVE_REALTASKS") != "1" {
 		testutil.SkipOrFail(t, "SWERVE_REALTASKS not set: the real django images may be missing")
 	}

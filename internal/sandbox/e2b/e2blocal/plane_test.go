@@ -106,6 +106,7 @@ func TestConformance(t *testing.T) {
 // TestKit grades the five real django tasks through the plane, each image
 // standing for a template named after its task, as on AGS.
 func TestKit(t *testing.T) {
+	needEnvd(t)
 	if os.Getenv("SWERVE_REALTASKS") != "1" {
 		testutil.SkipOrFail(t, "SWERVE_REALTASKS not set: the real django images may be missing")
 	}
