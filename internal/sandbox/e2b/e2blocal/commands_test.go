@@ -48,6 +48,7 @@ func TestCommands(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(bin, args...)
 		cmd.Env = env
+		cmd.Dir = work // results/ and the like stay out of the work tree
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("swerve %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -90,6 +91,7 @@ func TestCommands(t *testing.T) {
 	swerve("convert", "gym", "--dataset", dataset, "--instance_ids", id, "--output", rows)
 	serve := exec.Command(bin, append([]string{"serve", "--llm_name", "oracle/gold", "--listen", addr}, common...)...)
 	serve.Env = env
+	serve.Dir = work
 	var serveLog strings.Builder
 	serve.Stdout, serve.Stderr = &serveLog, &serveLog
 	if err := serve.Start(); err != nil {
