@@ -2,6 +2,7 @@ package e2blocal_test
 
 import (
 	"context"
+	"errors"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -128,5 +129,47 @@ func TestKit(t *testing.T) {
 	})
 	if n := srv.Running(); n != 0 {
 		t.Errorf("%d sandboxes still running after the kit", n)
+	}
+}
+
+// TestTimeout: a sandbox whose timeout passes is killed, one whose timeout
+// is renewed lives on, and errors come back in the API's shape.
+func TestTimeout(t *testing.T) {
+	srv := startPlane(t, nil)
+	ctx := context.Background()
+	api := &e2b.API{URL: srv.URL, Key: srv.APIKey()}
+	short, err := api.Create(ctx, e2b.CreateRequest{TemplateID: testutil.TestImage(), Timeout: 2, Metadata: map[string]string{"t": "timeout"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := api.Create(ctx, e2b.CreateRequest{TemplateID: testutil.TestImage(), Timeout: 2, Metadata: map[string]string{"t": "timeout"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		time.Sleep(time.Second)
+		if err := api.SetTimeout(ctx, kept.SandboxID, 2*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := api.List(ctx, map[string]string{"t": "timeout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].SandboxID != kept.SandboxID {
+		t.Errorf("after 4s: listed %+v, want only the renewed %s (not %s)", list, kept.SandboxID, short.SandboxID)
+	}
+	if err := api.Kill(ctx, short.SandboxID); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("kill of a timed-out sandbox: %v, want not found", err)
+	}
+	if err := api.Kill(ctx, kept.SandboxID); err != nil {
+		t.Errorf("kill: %v", err)
+	}
+	bad := &e2b.API{URL: srv.URL, Key: "e2b_wrong"}
+	if _, err := bad.List(ctx, nil); !errors.Is(err, e2b.ErrUnauthorized) {
+		t.Errorf("wrong key: %v", err)
+	}
+	if _, err := api.Create(ctx, e2b.CreateRequest{TemplateID: "no-such-image:nowhere"}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("unknown template: %v", err)
 	}
 }
