@@ -11,5 +11,6 @@ import (
 
 	// _ "github.com/swerve-dev/swerve/internal/sandbox/docker"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/apptainer"
+	_ "github.com/swerve-dev/swerve/internal/sandbox/e2b"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/local"
 )
