@@ -90,7 +90,13 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		hc.Binds = append(hc.Binds, sockDir+":"+sockInBox)
 		entrypoint = append(entrypoint, "--listen", sockInBox+"/"+sockName)
 	}
-	created, err := b.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
+	// The create runs to its end even when ctx is cancelled meanwhile: an
+	// engine that already started creating finishes after the client gives
+	// up, and the container would be left behind unseen. Cancellation is
+	// honoured right after, by removing what was made.
+	createCtx, cancelCreate := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+	defer cancelCreate()
+	created, err := b.cli.ContainerCreate(createCtx, client.ContainerCreateOptions{
 		Config: &container.Config{
 			Image:        spec.Image,
 			Entrypoint:   entrypoint,
@@ -109,6 +115,10 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	})
 	if err != nil {
 		return nil, fmt.Errorf("docker: create container from %s: %w", spec.Image, classify(err))
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		b.cli.ContainerRemove(createCtx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		return nil, fmt.Errorf("docker: create container from %s: %w", spec.Image, cerr)
 	}
 	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir, sockDir: sockDir}
 	defer func() {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -212,5 +213,33 @@ func TestNonRootUser(t *testing.T) {
 	res, err := sb.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("id -u; touch /root/x 2>/dev/null || echo denied")})
 	if err != nil || string(res.Output) != "65534\ndenied\n" {
 		t.Errorf("as user 65534: %q, %v", res.Output, err)
+	}
+}
+
+// TestOpenCancelLeavesNothing cancels Open at many points of its way
+// (before, during and after the container's create) and checks that no
+// container of the run is left: an engine that finishes a create after the
+// client gave up must not leave one behind.
+func TestOpenCancelLeavesNothing(t *testing.T) {
+	runID := fmt.Sprintf("test-open-cancel-%d", os.Getpid())
+	b := testBackend(t, runID)
+	ctx := context.Background()
+	for i := range 12 {
+		cctx, cancel := context.WithTimeout(ctx, time.Duration(i)*25*time.Millisecond)
+		box, err := b.Open(cctx, sandbox.Spec{Image: testutil.TestImage(), Pull: sandbox.PullNever})
+		cancel()
+		if err == nil {
+			box.Close(ctx)
+		}
+	}
+	left, err := b.Leftovers(ctx, LeftoverOptions{All: true, RunID: runID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range left {
+		b.Remove(ctx, l.ID)
+	}
+	if len(left) > 0 {
+		t.Fatalf("%d containers left by cancelled opens: %+v", len(left), left)
 	}
 }
