@@ -123,7 +123,7 @@ func (s *suite) testShellState(t *testing.T) {
 	if res := shellRun(t, sh, sandbox.ShellRequest{Cmd: "if then"}); res.ExitCode != 2 || !strings.Contains(string(res.Output), "syntax error") || res.Exited {
 		t.Errorf("Run(%q): got %s, want exit 2 and bash's syntax error in the same shell", "if then", showShell(res))
 	}
-	call(t, sh, `cat`, 0, "")     // stdin is empty, not the shell's input
+	call(t, sh, `cat`, 0, "") // stdin is empty, not the shell's input
 	call(t, sh, `echo "$SBT_STATE"`, 0, "kept\n")
 }
 
