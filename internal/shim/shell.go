@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"os"
@@ -76,6 +76,7 @@ type shell struct {
 	restarted bool // the running bash replaced an earlier one
 	closed    bool
 	live      atomic.Int64 // the running bash's pid, for closeShells
+	buf       []byte       // read buffer, used under the turn
 }
 
 // shellOpen starts a shell for st and fills resp.Shell.
@@ -264,7 +265,10 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 	// Whatever reached the socket since the last call (writers it killed
 	// left it there) belongs to no call.
 	_ = sh.out.SetReadDeadline(time.Unix(1, 0))
-	buf := make([]byte, 32<<10)
+	if sh.buf == nil {
+		sh.buf = make([]byte, 32<<10)
+	}
+	buf := sh.buf
 	for {
 		if n, _ := sh.out.Read(buf); n <= 0 {
 			break
@@ -275,7 +279,7 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:])
-	nhex := hex.EncodeToString(nonce[:])
+	nhex := base64.RawURLEncoding.EncodeToString(nonce[:]) // bash reads it a byte at a time: short
 	marker := []byte("\x1eswerve:" + nhex + ":")
 
 	// The call counts as running from here, so that a concurrent exec's
@@ -388,6 +392,17 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 		ws := -1
 		if gone && sh.cmd.ProcessState != nil {
 			ws = exitCode(sh.cmd.ProcessState, nil)
+		}
+		// Kill what is left in the shell's group, keep what it wrote
+		// before it died, then finish the shell off.
+		killTree(sh.pid)
+		_ = sh.out.SetReadDeadline(time.Now().Add(outputDrain))
+		for {
+			n, err := sh.out.Read(buf)
+			out.Write(buf[:n])
+			if err != nil {
+				break
+			}
 		}
 		s.stopShell(sh)
 		switch {
