@@ -143,7 +143,60 @@ func (s *Server) startShell(sh *shell) error {
 	sh.started = true
 	sh.live.Store(int64(cmd.Process.Pid))
 	sh.cmd, sh.pid, sh.rec, sh.out, sh.exited = cmd, cmd.Process.Pid, recW, outR, exited
+	if err := sh.ready(shellStartLimit); err != nil {
+		s.stopShell(sh)
+		return err
+	}
 	return nil
+}
+
+// shellStartLimit bounds a shell's start-up: the login scripts, then one
+// empty call.
+const shellStartLimit = time.Minute
+
+// ready waits until the shell's driver answers an empty call, so that what
+// the login scripts print, and the time they take, belong to no call.
+func (sh *shell) ready(limit time.Duration) error {
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:])
+	n := base64.RawURLEncoding.EncodeToString(nonce[:])
+	marker := []byte("\x1eswerve:" + n + ":0\x1e")
+	deadline := time.Now().Add(limit)
+	_ = sh.out.SetReadDeadline(deadline)
+	_ = sh.rec.SetWriteDeadline(deadline)
+	defer func() {
+		_ = sh.out.SetReadDeadline(time.Time{})
+		_ = sh.rec.SetWriteDeadline(time.Time{})
+	}()
+	if _, err := sh.rec.Write([]byte(n + "\n:\x00")); err != nil {
+		return fmt.Errorf("bash did not start: %w", err)
+	}
+	if sh.buf == nil {
+		sh.buf = make([]byte, 32<<10)
+	}
+	var seen []byte
+	for {
+		k, err := sh.out.Read(sh.buf)
+		seen = append(seen, sh.buf[:k]...)
+		if bytes.Contains(seen, marker) {
+			return nil
+		}
+		if len(seen) > 64<<10 {
+			seen = append(seen[:0], seen[len(seen)-len(marker):]...)
+		}
+		if err != nil {
+			out := strings.TrimSpace(string(seen))
+			if len(out) > 500 {
+				out = out[len(out)-500:]
+			}
+			select {
+			case <-sh.exited:
+				return fmt.Errorf("bash exited while starting (its login scripts?): %s", out)
+			default:
+			}
+			return fmt.Errorf("bash did not get ready within %v (its login scripts?): %v: %s", limit, err, out)
+		}
+	}
 }
 
 // stopShell kills sh's bash and everything below it, and waits for it.

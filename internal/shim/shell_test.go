@@ -13,6 +13,13 @@ import (
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
+// hostShell are options for a shell on the test's host: a HOME of its
+// own, so that the user's login scripts (a pyenv rehash that a killed
+// shell would leave locked) stay out of it.
+func hostShell(t testing.TB) sandbox.ShellOptions {
+	return sandbox.ShellOptions{Env: []string{"HOME=" + t.TempDir()}}
+}
+
 // shellPID runs echo $$ in a shell and returns the shell's pid.
 func shellPID(t *testing.T, sh sandbox.ShellSession) int {
 	t.Helper()
@@ -61,7 +68,7 @@ func TestShellStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewClient(conn, conn)
-	sh, err := c.OpenShell(ctx, sandbox.ShellOptions{Cwd: t.TempDir(), Env: []string{"SHELL_TEST=on"}})
+	sh, err := c.OpenShell(ctx, sandbox.ShellOptions{Cwd: t.TempDir(), Env: []string{"SHELL_TEST=on", "HOME=" + t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +90,7 @@ func TestShellStreams(t *testing.T) {
 func TestShellCloseKillsBackground(t *testing.T) {
 	c := pair(t)
 	ctx := context.Background()
-	sh, err := c.OpenShell(ctx, sandbox.ShellOptions{})
+	sh, err := c.OpenShell(ctx, hostShell(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +112,7 @@ func BenchmarkShell(b *testing.B) {
 	c := pair(b)
 	ctx := context.Background()
 	b.Run("shell", func(b *testing.B) {
-		sh, err := c.OpenShell(ctx, sandbox.ShellOptions{})
+		sh, err := c.OpenShell(ctx, hostShell(b))
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -125,4 +132,34 @@ func BenchmarkShell(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 	})
+}
+
+// TestShellKillsAndRestarts runs the ways a call can end the shell in
+// process (for the race detector; the conformance suite checks them on
+// every backend): a timeout, a cancel, exit; each next call restarts.
+func TestShellKillsAndRestarts(t *testing.T) {
+	c := pair(t)
+	ctx := context.Background()
+	sh, err := c.OpenShell(ctx, hostShell(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sh.Close(ctx)
+	res, err := sh.Run(ctx, sandbox.ShellRequest{Cmd: "echo before; sleep 30", Timeout: 200 * time.Millisecond})
+	if err != nil || !res.TimedOut || res.ExitCode != sandbox.TimeoutExitCode || string(res.Output) != "before\n" {
+		t.Errorf("timeout: %+v %q, %v", res, res.Output, err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := sh.Run(cctx, sandbox.ShellRequest{Cmd: "sleep 30"}); err == nil {
+		t.Error("cancelled call: no error")
+	}
+	res, err = sh.Run(ctx, sandbox.ShellRequest{Cmd: "exit 6"})
+	if err != nil || !res.Exited || res.ExitCode != 6 {
+		t.Errorf("exit 6: %+v, %v", res, err)
+	}
+	res, err = sh.Run(ctx, sandbox.ShellRequest{Cmd: "echo ok"})
+	if err != nil || !res.Restarted || string(res.Output) != "ok\n" {
+		t.Errorf("after exit: %+v %q, %v", res, res.Output, err)
+	}
 }
