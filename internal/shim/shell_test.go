@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -161,5 +162,22 @@ func TestShellKillsAndRestarts(t *testing.T) {
 	res, err = sh.Run(ctx, sandbox.ShellRequest{Cmd: "echo ok"})
 	if err != nil || !res.Restarted || string(res.Output) != "ok\n" {
 		t.Errorf("after exit: %+v %q, %v", res, res.Output, err)
+	}
+}
+
+// TestNowTicks: nowTicks is in the unit and from the origin of /proc start
+// times, which the sweep compares it with.
+func TestNowTicks(t *testing.T) {
+	before := nowTicks()
+	cmd := exec.Command("sleep", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	start, _, ok := procStartTime(cmd.Process.Pid)
+	after := nowTicks()
+	if !ok || start+startSlack < before || start > after+startSlack {
+		t.Errorf("a process started between ticks %d and %d has start time %d", before, after, start)
 	}
 }
