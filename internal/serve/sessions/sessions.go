@@ -506,8 +506,8 @@ type BashResult struct {
 // Calls on one session run one at a time. A call that times out kills the
 // shell, and the next call starts a fresh one; so does a call that ends
 // the shell itself. Whatever a call started in the background is killed
-// when it ends. Boxes without persistent shells run each line with
-// bash -lc instead.
+// when it ends. Boxes without persistent shells, or whose shell does not
+// start, run each line with bash -lc instead.
 func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout time.Duration) (BashResult, error) {
 	if timeout <= 0 || timeout > m.opts.StepTimeout {
 		timeout = m.opts.StepTimeout
@@ -560,7 +560,13 @@ func (s *Session) openShell(ctx context.Context) (sandbox.ShellSession, error) {
 	}
 	sh, err := sb.OpenShell(ctx, sandbox.ShellOptions{Cwd: s.workdir})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil || errors.Is(err, sandbox.ErrClosed) {
+			return nil, err
+		}
+		// No bash that starts (a minimal image, login scripts that
+		// hang): each line runs on its own, and says why it fails.
+		s.noShell = true
+		return nil, nil
 	}
 	s.shell = sh
 	return sh, nil
