@@ -26,6 +26,11 @@
 // inside that Result, for the model; Message.Err is for requests the
 // helper could not serve at all (an unknown tool).
 //
+// Shell requests (OpShellOpen, OpShellRun, OpShellClose) keep a login
+// bash running between commands, for a bash tool whose calls share cd and
+// variables; shell.go says how each call's end is marked and how what it
+// started is swept.
+//
 // # Containment
 //
 // When a command ends, by exiting, on timeout or on cancel, everything it
