@@ -446,9 +446,11 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 		if gone && sh.cmd.ProcessState != nil {
 			ws = exitCode(sh.cmd.ProcessState, nil)
 		}
-		// Kill what is left in the shell's group, keep what it wrote
-		// before it died, then finish the shell off.
+		// Kill what is left in the shell's group and what escaped it,
+		// keep what they wrote before they died, then finish the shell
+		// off.
 		killTree(sh.pid)
+		s.sweep(false)
 		_ = sh.out.SetReadDeadline(time.Now().Add(outputDrain))
 		for {
 			n, err := sh.out.Read(buf)

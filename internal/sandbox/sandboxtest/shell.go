@@ -136,6 +136,9 @@ func (s *suite) testShellTimeout(t *testing.T) {
 	if !res.TimedOut || res.ExitCode != sandbox.TimeoutExitCode || !strings.HasSuffix(string(res.Output), "before\n") {
 		t.Errorf("Run(%q) with Timeout 1s:\n got %s\nwant timedOut true, exit %d, output ending in before", cmd, showShell(res), sandbox.TimeoutExitCode)
 	}
+	if strings.Contains(string(res.Output), lateMark) {
+		t.Errorf("Run(%q): output %s holds %q, printed by a leftover after the call ended", cmd, clip(res.Output), lateMark)
+	}
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("a call with Timeout 1s took %v", d)
 	}
