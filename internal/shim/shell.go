@@ -27,7 +27,8 @@ import (
 // writes one record per call (the call's nonce, a newline, the command
 // line, a NUL); fds 1, 2 and 4, one output socket (see outputPipe). The
 // driver loop reads a record, evals the command line inside a function
-// (so that break, continue and return in it cannot leave the loop) with
+// (so that break, continue and return in it cannot leave the loop; a set
+// -x of the command's traces only commands, not the loop) with
 // stdin from /dev/null and fds 3 and 4 closed, restores fds 1 and 2 from
 // fd 4 (a command may have closed them with exec), and prints the end
 // marker: 0x1E "swerve:" NONCE ":" STATUS 0x1E. The helper cuts the call's
@@ -51,10 +52,11 @@ import (
 // the shell's exit status and Exited.
 
 // shellDriver is the loop the shell runs; see above.
-const shellDriver = `__swerve_run() { eval "${__swerve_rec#*$'\n'}"; }
+const shellDriver = `__swerve_x=
+__swerve_run() { case $__swerve_x in *x*) set -x ;; esac; eval "${__swerve_rec#*$'\n'}"; }
 while IFS= read -r -d '' __swerve_rec <&3; do
 __swerve_run </dev/null 3<&- 4>&-
-__swerve_st=$?
+{ __swerve_st=$? __swerve_x=$-; set +x; } 2>/dev/null
 exec 1>&4 2>&4
 disown -a
 builtin printf '\036swerve:%s:%d\036' "${__swerve_rec%%$'\n'*}" "$__swerve_st"

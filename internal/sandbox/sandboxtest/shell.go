@@ -125,6 +125,16 @@ func (s *suite) testShellState(t *testing.T) {
 	}
 	call(t, sh, `cat`, 0, "") // stdin is empty, not the shell's input
 	call(t, sh, `echo "$SBT_STATE"`, 0, "kept\n")
+	// A set -x lasts, and traces the commands, not the shell's own loop.
+	call(t, sh, `set -x`, 0, "")
+	res := shellRun(t, sh, sandbox.ShellRequest{Cmd: "echo traced"})
+	if res.ExitCode != 0 || !strings.Contains(string(res.Output), "+ echo traced\n") || !strings.HasSuffix(string(res.Output), "traced\n") || strings.Contains(string(res.Output), "swerve") {
+		t.Errorf("Run(%q) after set -x: got %s, want the command traced and nothing else", "echo traced", showShell(res))
+	}
+	if res := shellRun(t, sh, sandbox.ShellRequest{Cmd: "set +x; echo quiet"}); res.ExitCode != 0 || !strings.HasSuffix(string(res.Output), "quiet\n") {
+		t.Errorf("Run(%q): got %s", "set +x; echo quiet", showShell(res))
+	}
+	call(t, sh, `echo quiet`, 0, "quiet\n")
 }
 
 func (s *suite) testShellTimeout(t *testing.T) {
