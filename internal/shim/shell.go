@@ -318,16 +318,20 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 	out := newCappedBuffer(limit)
 
 	// Whatever reached the socket since the last call (writers it killed
-	// left it there) belongs to no call.
-	_ = sh.out.SetReadDeadline(time.Unix(1, 0))
+	// left it there) belongs to no call: read it without waiting (the
+	// helper's end is non-blocking) and drop it.
 	if sh.buf == nil {
 		sh.buf = make([]byte, 32<<10)
 	}
 	buf := sh.buf
-	for {
-		if n, _ := sh.out.Read(buf); n <= 0 {
-			break
-		}
+	if rc, err := sh.out.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) {
+			for {
+				if n, err := syscall.Read(int(fd), buf); n <= 0 || err != nil {
+					return
+				}
+			}
+		})
 	}
 	_ = sh.out.SetReadDeadline(time.Time{})
 	_ = sh.rec.SetWriteDeadline(time.Time{})

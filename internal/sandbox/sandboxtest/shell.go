@@ -22,6 +22,7 @@ func (s *suite) shellTests() []subtest {
 		{"Contain", s.testShellContain},
 		{"ContainClearedEnv", s.testShellContainClearedEnv},
 		{"FakeMarker", s.testShellFakeMarker},
+		{"LateOutput", s.testShellLateOutput},
 		{"ClosedOutput", s.testShellClosedOutput},
 		{"Ends", s.testShellEnds},
 		{"Output", s.testShellOutput},
@@ -204,6 +205,19 @@ func (s *suite) testShellFakeMarker(t *testing.T) {
 		t.Errorf("a call printing a fake marker, then false:\n got %s\nwant exit 1, output ending in after", showShell(res))
 	}
 	call(t, sh, `echo next`, 0, "next\n")
+}
+
+// testShellLateOutput: what a call's background job writes after the
+// call's end (before it is killed) is in no call's output.
+func (s *suite) testShellLateOutput(t *testing.T) {
+	_, sh := s.openShell(t)
+	for range 3 {
+		res := shellRun(t, sh, sandbox.ShellRequest{Cmd: `(while :; do echo ` + lateMark + `; done) & sleep 0.2`, MaxOutput: 1000})
+		if res.ExitCode != 0 || res.Exited || res.OutputBytes == 0 {
+			t.Errorf("a call with a background writer: %s", showShell(res))
+		}
+		call(t, sh, `echo next`, 0, "next\n")
+	}
 }
 
 // testShellClosedOutput: a command that closes the shell's stdout and
