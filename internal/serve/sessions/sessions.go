@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -536,13 +537,21 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 		out = BashResult{Output: string(res.Output), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Exited: res.Exited, Restarted: res.Restarted}
 		switch {
 		case res.TimedOut:
-			out.Output += fmt.Sprintf("\n[the command timed out after %s and was killed, with the shell: the next command starts in a fresh shell in the repository]", timeout)
+			out.Output = withNote(out.Output, fmt.Sprintf("[the command timed out after %s and was killed, with the shell: the next command starts in a fresh shell in the repository]", timeout))
 		case res.Exited:
-			out.Output += fmt.Sprintf("\n[the shell exited with status %d: the next command starts in a fresh shell in the repository]", res.ExitCode)
+			out.Output = withNote(out.Output, fmt.Sprintf("[the shell exited with status %d: the next command starts in a fresh shell in the repository]", res.ExitCode))
 		}
 		return nil
 	})
 	return out, err
+}
+
+// withNote appends a note for the model on a line of its own.
+func withNote(output, note string) string {
+	if output != "" && !strings.HasSuffix(output, "\n") {
+		output += "\n"
+	}
+	return output + note
 }
 
 // openShell returns the session's shell, opening it on first use; nil
