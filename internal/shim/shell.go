@@ -35,11 +35,12 @@ import (
 // output at its own marker; text that looks like a marker with another
 // nonce is output. Each call's nonce is fresh from crypto/rand and reaches
 // the shell only with that call's record, so no command can know, and so
-// forge, the end or the status of a later call. (A command runs inside
-// the shell and can read its own call's nonce, or redefine the builtins
-// the driver uses; the worst it gets is its own calls misreported or timed
-// out. Nothing is graded from these exit codes: grading runs in a fresh
-// box.)
+// forge, the end or the status of a later call by what it prints. (A
+// command runs inside the shell: it can read its own call's nonce, and a
+// command that redefines the builtins the driver uses, as shell
+// functions, takes over the shell, so that the session's later calls may
+// time out or report what it likes, as in any terminal it owned. Nothing
+// is graded from these exit codes: grading runs in a fresh box.)
 //
 // When a call's marker arrives, the helper kills every process below the
 // shell (background jobs, and what they started), then sweeps its own
