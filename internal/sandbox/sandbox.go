@@ -291,8 +291,8 @@ type ShellOptions struct {
 // (working directory, variables, functions) is gone. So is it after a call
 // that ends the shell itself (exit, exec, killing it, a set -e that
 // fires): that call's result has Exited set and the shell's own exit
-// status. A command cannot end another call or set its exit status: each
-// call's end is marked with a nonce made for that call only.
+// status. Nothing a command prints can end another call or set its exit
+// status: each call's end is marked with a nonce made for that call only.
 type ShellSession interface {
 	// Run runs one command line in the shell and waits for it. Errors
 	// mean the command could not be run or its result not be read.
