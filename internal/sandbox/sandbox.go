@@ -257,6 +257,83 @@ type ToolResult struct {
 	Error bool
 }
 
+// Shell is implemented by sandboxes that can keep a shell running between
+// commands, as an agent's bash tool expects: cd, exported variables and
+// functions carry over from one call to the next. The shim's boxes
+// implement it (docker, local, and every backend that runs the in-box
+// helper). Exec stays the way to run independent commands.
+type Shell interface {
+	// OpenShell starts one login bash in the box, in opts.Cwd, and returns
+	// once it is ready for its first command.
+	OpenShell(ctx context.Context, opts ShellOptions) (ShellSession, error)
+}
+
+// ShellOptions say how to start a shell.
+type ShellOptions struct {
+	// Cwd is the shell's first working directory; empty means the box's.
+	Cwd string
+	// Env is added to the box's environment, "KEY=VALUE".
+	Env []string
+}
+
+// ShellSession is one persistent shell. Calls on one session run one at a
+// time, in the order they arrive; concurrent calls wait for their turn.
+//
+// Each call keeps Exec's guarantees: when it ends, everything it started,
+// background jobs and daemons that double-forked, called setsid or cleared
+// their environment included, is killed before Run returns (the shell
+// itself lives on); nothing they print after the call's end is in its
+// Output; output beyond MaxOutput is elided in the middle.
+//
+// A call that times out, or whose ctx is cancelled, kills the shell with
+// everything in it: the next call starts a fresh shell (Restarted is set on
+// its result), in ShellOptions.Cwd, and whatever the earlier calls set up
+// (working directory, variables, functions) is gone. So is it after a call
+// that ends the shell itself (exit, exec, killing it, a set -e that
+// fires): that call's result has Exited set and the shell's own exit
+// status. Nothing a command prints can end another call or set its exit
+// status: each call's end is marked with a nonce made for that call only.
+type ShellSession interface {
+	// Run runs one command line in the shell and waits for it. Errors
+	// mean the command could not be run or its result not be read.
+	Run(ctx context.Context, req ShellRequest) (ShellResult, error)
+	// Close kills the shell and everything it started. It is idempotent.
+	Close(ctx context.Context) error
+}
+
+// ShellRequest is one command line for a ShellSession.
+type ShellRequest struct {
+	// Cmd is the command line, as typed at a bash prompt (no NUL bytes).
+	Cmd string
+	// Timeout bounds the call; zero means no limit beyond ctx.
+	Timeout time.Duration
+	// MaxOutput caps the bytes of output kept, as ExecRequest.MaxOutput.
+	MaxOutput int
+}
+
+// ShellResult is what one call did.
+type ShellResult struct {
+	// Output is stdout and stderr merged, as ExecResult.Output.
+	Output []byte
+	// ExitCode is the command line's exit status ($?); TimeoutExitCode when
+	// it timed out; the shell's own exit status (128+n when killed by
+	// signal n) when the call ended the shell.
+	ExitCode int
+	// TimedOut is set when the call was killed for exceeding Timeout.
+	TimedOut bool
+	// Exited is set when the shell ended during the call (see
+	// ShellSession); the next call gets a fresh one.
+	Exited bool
+	// Restarted is set when this call ran in a fresh shell because the
+	// previous one had ended: the state of earlier calls is gone.
+	Restarted bool
+	// OutputBytes and ElidedBytes are as in ExecResult.
+	OutputBytes int64
+	ElidedBytes int64
+	// Duration is how long the call took inside the box.
+	Duration time.Duration
+}
+
 // Interactive is implemented by sandboxes that can attach a person's
 // terminal to a shell inside the box.
 type Interactive interface {

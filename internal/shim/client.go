@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -268,6 +269,76 @@ func (c *Client) Tool(ctx context.Context, name string, args json.RawMessage) (t
 		return tools.Result{}, fmt.Errorf("tool %s: bad result from the helper: %w", name, err)
 	}
 	return res, nil
+}
+
+// OpenShell starts a persistent login bash in the box (see
+// sandbox.ShellSession). The shell lives until Close, or until the stream
+// ends.
+func (c *Client) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	resp, _, err := c.call(ctx, &Message{Op: OpShellOpen, Cwd: opts.Cwd, Env: opts.Env}, nil, false)
+	if err == nil {
+		err = respErr(resp)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open shell: %w", err)
+	}
+	return &ShellSession{c: c, id: resp.Shell}, nil
+}
+
+// ShellSession is a persistent shell in the box, reached through a Client.
+type ShellSession struct {
+	c      *Client
+	id     uint64
+	closed atomic.Bool
+}
+
+var _ sandbox.ShellSession = (*ShellSession)(nil)
+
+// Run runs one command line in the shell.
+func (sh *ShellSession) Run(ctx context.Context, req sandbox.ShellRequest) (sandbox.ShellResult, error) {
+	if sh.closed.Load() {
+		return sandbox.ShellResult{}, fmt.Errorf("shell: %w", sandbox.ErrClosed)
+	}
+	m := &Message{Op: OpShellRun, Shell: sh.id, TimeoutMS: req.Timeout.Milliseconds(), MaxOutput: req.MaxOutput}
+	if req.Timeout > 0 && m.TimeoutMS == 0 {
+		m.TimeoutMS = 1
+	}
+	resp, out, err := sh.c.call(ctx, m, []byte(req.Cmd), true)
+	if err == nil {
+		err = respErr(resp)
+	}
+	if err != nil {
+		return sandbox.ShellResult{}, fmt.Errorf("shell %q: %w", req.Cmd, err)
+	}
+	return sandbox.ShellResult{
+		Output:      out,
+		ExitCode:    resp.ExitCode,
+		TimedOut:    resp.TimedOut,
+		Exited:      resp.ShellExited,
+		Restarted:   resp.ShellRestarted,
+		OutputBytes: resp.OutputBytes,
+		ElidedBytes: resp.ElidedBytes,
+		Duration:    time.Duration(resp.DurationNS),
+	}, nil
+}
+
+// Close kills the shell and what it started; closing twice, or after
+// the box is gone, is not an error.
+func (sh *ShellSession) Close(ctx context.Context) error {
+	if sh.closed.Swap(true) {
+		return nil
+	}
+	resp, _, err := sh.c.call(ctx, &Message{Op: OpShellClose, Shell: sh.id}, nil, false)
+	if errors.Is(err, sandbox.ErrClosed) {
+		return nil
+	}
+	if err == nil {
+		err = respErr(resp)
+	}
+	if err != nil {
+		return fmt.Errorf("close shell: %w", err)
+	}
+	return nil
 }
 
 // remoteError is an error reported by the helper.

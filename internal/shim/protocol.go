@@ -26,6 +26,11 @@
 // inside that Result, for the model; Message.Err is for requests the
 // helper could not serve at all (an unknown tool).
 //
+// Shell requests (OpShellOpen, OpShellRun, OpShellClose) keep a login
+// bash running between commands, for a bash tool whose calls share cd and
+// variables; shell.go says how each call's end is marked and how what it
+// started is swept.
+//
 // # Containment
 //
 // When a command ends, by exiting, on timeout or on cancel, everything it
@@ -94,6 +99,12 @@ const (
 	OpRead   = "read"   // read a file
 	OpWrite  = "write"  // write a file
 	OpTool   = "tool"   // run one of the native tools (editor, search)
+
+	// Persistent shells (see shell.go). Like OpTool they came without a
+	// new protocol version: an older helper rejects them as unknown ops.
+	OpShellOpen  = "shell_open"  // start a login bash; the response's Shell names it
+	OpShellRun   = "shell_run"   // run the payload, a command line, in shell Shell
+	OpShellClose = "shell_close" // kill shell Shell and what it started
 )
 
 // Error kinds carried in Message.ErrKind, mapped to sandbox sentinels by the
@@ -139,6 +150,10 @@ type Message struct {
 	// search); the payload holds its JSON arguments
 	Tool string `json:"tool,omitempty"`
 
+	// shell requests: which shell (chosen by the helper at shell_open,
+	// per stream)
+	Shell uint64 `json:"shell,omitempty"`
+
 	// file requests
 	Path string `json:"path,omitempty"`
 	Mode uint32 `json:"mode,omitempty"`
@@ -153,6 +168,10 @@ type Message struct {
 	DurationNS  int64  `json:"duration_ns,omitempty"`
 	// KilledOthers confirms that a KillOthers request was carried out.
 	KilledOthers bool `json:"killed_others,omitempty"`
+	// ShellExited: the shell ended during this shell_run;
+	// ShellRestarted: this shell_run started a fresh shell first.
+	ShellExited    bool `json:"shell_exited,omitempty"`
+	ShellRestarted bool `json:"shell_restarted,omitempty"`
 
 	// hello responses
 	Version  int    `json:"version,omitempty"`

@@ -52,6 +52,10 @@ type Server struct {
 	tooling map[runKey]context.CancelFunc // tool requests in flight
 	groups  map[int]struct{}              // every process group started, killed at exit
 	conns   map[net.Conn]struct{}
+
+	shells    map[runKey]*shell // persistent shells, by stream and shell id
+	nextShell uint64
+	shellPIDs map[int]struct{} // bashes of shells not yet waited for
 }
 
 // stream is one connection's write side; request ids are per stream.
@@ -96,6 +100,8 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	s.running = map[runKey]*proc{}
 	s.tooling = map[runKey]context.CancelFunc{}
 	s.groups = map[int]struct{}{}
+	s.shells = map[runKey]*shell{}
+	s.shellPIDs = map[int]struct{}{}
 	// Relative paths in tool calls are the workdir's, as they are for
 	// commands.
 	wd, _ := os.Getwd()
@@ -160,6 +166,7 @@ func (s *Server) closeConns() {
 // serveStream serves requests from one stream until it ends.
 func (s *Server) serveStream(ctx context.Context, r io.Reader, w io.Writer) error {
 	st := &stream{w: w}
+	defer s.closeShells(st)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		m, payload, err := readFrame(br)
@@ -196,6 +203,12 @@ func (s *Server) handle(ctx context.Context, st *stream, m *Message, payload []b
 		setErr(resp, writeFile(m.Path, payload, fs.FileMode(m.Mode)))
 	case OpTool:
 		out = s.tool(ctx, runKey{st, m.ID}, m.Tool, payload, resp)
+	case OpShellOpen:
+		s.shellOpen(st, m, resp)
+	case OpShellRun:
+		out = s.shellRun(ctx, runKey{st, m.ID}, m, payload, resp)
+	case OpShellClose:
+		s.shellClose(ctx, st, m.Shell)
 	default:
 		resp.Err, resp.ErrKind = fmt.Sprintf("unknown op %q (helper speaks protocol %d)", m.Op, ProtocolVersion), KindInvalid
 	}
@@ -387,6 +400,9 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 // isRunningLocked reports whether pid is a command this server started and
 // has not yet waited for. s.mu must be held.
 func (s *Server) isRunningLocked(pid int) bool {
+	if _, ok := s.shellPIDs[pid]; ok {
+		return true // a shell, reaped by its own Wait
+	}
 	for _, p := range s.running {
 		if p.pgid == pid {
 			return true

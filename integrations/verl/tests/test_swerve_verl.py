@@ -4,8 +4,13 @@ verl's current tool lifecycle against a live ``swerve serve``.
 Environment: SWERVE_URL (the server), VERL_CLIENT_DIR (a directory holding
 verl/tools/base_tool.py and schemas.py, unmodified), SWERVE_TASK (an
 instance id the server serves), SWERVE_FIX (a bash command that fixes that
-task), SWERVE_TOKEN (optional). Run by the Go test TestVerlAdapter.
+task), SWERVE_TOKEN (optional), SWERVE_VERL_ROWS (optional: JSON lines, the rows
+``swerve convert verl --ground_truth_patch`` wrote, as pandas reads them).
+Run by the Go tests TestVerlAdapter and TestServeVerlAdapter.
 """
+
+import base64
+import json
 
 import asyncio
 import os
@@ -152,6 +157,46 @@ class TestSwerveVerl(unittest.TestCase):
             await bash.release_trajectory("traj-d")  # idempotent
 
         self.run_async(calls())
+
+    def test_converted_rows(self):
+        """Each row swerve convert verl wrote, driven with its own
+        tools_kwargs as ToolAgentLoop passes them: a trajectory that changes
+        nothing earns 0, one that applies the row's gold patch earns 1, and
+        every box is released."""
+        path = os.environ.get("SWERVE_VERL_ROWS")
+        if not path:
+            self.skipTest("SWERVE_VERL_ROWS is not set (TestServeVerlAdapter sets it)")
+        rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+        self.assertTrue(rows)
+        bash, submit = self.tools["bash"], self.tools["submit_solution"]
+
+        async def trajectories(row):
+            extra = row["extra_info"]
+            iid = extra["instance_id"]
+            self.assertTrue(extra["need_tools_kwargs"])
+            kwargs = extra["tools_kwargs"]  # keyed by the called tool's name
+            self.assertEqual(set(kwargs), {"bash", "submit_solution"})
+            self.assertEqual(kwargs["bash"]["create_kwargs"]["instance_id"], iid)
+
+            empty, gold = iid + "/empty", iid + "/gold"
+            resp, _, metrics = await call_tool(bash, kwargs, {"command": "git status --short"}, empty)
+            self.assertEqual((resp.text, metrics.get("exit_code")), ("", 0), resp.text)
+            resp, reward, metrics = await call_tool(submit, kwargs, {}, empty)
+            self.assertEqual((reward, metrics.get("resolved")), (0.0, False), resp.text)
+
+            patch = base64.b64encode(extra["ground_truth_patch"].encode()).decode()
+            # cd persists in the trajectory's shell: apply from the root.
+            resp, _, metrics = await call_tool(bash, kwargs, {"command": "cd \"$(git rev-parse --show-toplevel)\""}, gold)
+            self.assertEqual(metrics.get("exit_code"), 0, resp.text)
+            resp, _, metrics = await call_tool(bash, kwargs, {"command": f"echo {patch} | base64 -d | git apply -"}, gold)
+            self.assertEqual(metrics.get("exit_code"), 0, resp.text)
+            resp, reward, metrics = await call_tool(submit, kwargs, {}, gold)
+            self.assertEqual((reward, metrics.get("resolved")), (1.0, True), resp.text)
+
+        for row in rows:
+            with self.subTest(instance_id=row["extra_info"]["instance_id"]):
+                self.run_async(trajectories(row))
+        self.assertEqual(sandbox_count(), 0)
 
     def test_calc_reward_unused(self):
         # verl's loop never calls it; it stays the neutral 0.

@@ -27,7 +27,7 @@ func SystemPrompt(t *task.Task) string {
 	}
 	fmt.Fprintf(&b, ". A copy of it is checked out in %s inside a sandbox that only your tools can reach.\n\n", Workdir)
 	b.WriteString("Tools:\n")
-	fmt.Fprintf(&b, "- %s: runs one shell command in %s and returns what it printed and its exit status. Use it to read code, edit files and run commands.\n", ToolBash, Workdir)
+	fmt.Fprintf(&b, "- %s: runs one command line in a bash shell that starts in %s and lasts the whole episode (cd and exported variables carry over from one call to the next), and returns what it printed and its exit status. Use it to read code, edit files and run commands.\n", ToolBash, Workdir)
 	fmt.Fprintf(&b, "- %s: ends your work. The changes you made in %s, taken as a diff against the starting commit, are graded by tests you do not see.\n\n", ToolSubmit, Workdir)
 	b.WriteString("Rules:\n")
 	b.WriteString("- Change source files only; edits to existing tests are not what is graded and may be undone.\n")

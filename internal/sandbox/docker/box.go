@@ -333,6 +333,7 @@ var (
 	_ sandbox.Sandbox     = (*Box)(nil)
 	_ sandbox.Interactive = (*Box)(nil)
 	_ sandbox.Tooler      = (*Box)(nil)
+	_ sandbox.Shell       = (*Box)(nil)
 )
 
 // ID is the container id.
@@ -383,6 +384,14 @@ func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolRe
 		return sandbox.ToolResult{}, err
 	}
 	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
+}
+
+// OpenShell starts a persistent shell in the container, run by the helper.
+func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	if b.client == nil {
+		return nil, sandbox.ErrClosed
+	}
+	return b.client.OpenShell(ctx, opts)
 }
 
 // Close removes the container (killing everything in it). It is idempotent.

@@ -166,6 +166,7 @@ var (
 	_ sandbox.Interactive = (*Box)(nil)
 	_ sandbox.Scratch     = (*Box)(nil)
 	_ sandbox.Tooler      = (*Box)(nil)
+	_ sandbox.Shell       = (*Box)(nil)
 )
 
 // ScratchDir is the box's private temporary directory (also its TMPDIR).
@@ -207,6 +208,13 @@ func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolRe
 		return sandbox.ToolResult{}, err
 	}
 	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
+}
+
+// OpenShell starts a persistent shell in the box, run by the helper; a
+// relative Cwd is under the working directory.
+func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	opts.Cwd = b.path(opts.Cwd)
+	return b.client.OpenShell(ctx, opts)
 }
 
 // Close stops the helper (which kills every command it started) and removes

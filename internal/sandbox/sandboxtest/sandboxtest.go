@@ -109,6 +109,7 @@ func Run(t *testing.T, h Harness) {
 			{"Files", func(t *testing.T) { runParallel(t, s.fileTests()) }},
 			{"Spec", func(t *testing.T) { runParallel(t, s.specTests()) }},
 			{"Tools", s.runToolTests},
+			{"Shell", s.runShellTests},
 		}
 		runParallel(t, groups)
 	})

@@ -14,9 +14,13 @@ import (
 )
 
 // BenchmarkBash measures bash tool calls on one seeded session (a command
-// that does nothing, ":") on the local backend: through the Gym surface's
-// POST /bash over loopback HTTP, one client and 16 at once, against the
-// shim's own round trip for the same command line in the same box.
+// that does nothing, ":") on the local backend, all in one run: the shim's
+// own round trip (true through Exec, no shell), the old way of a bash call
+// (bash -lc per call through Exec), the session's persistent shell reached
+// through the shim directly, and the Gym surface's POST /bash over
+// loopback HTTP, one client and 16 at once. Calls on one session run one
+// at a time, so 16 clients queue on the one shell: they only hide the
+// HTTP round trips.
 //
 //	go test -run '^$' -bench BenchmarkBash -benchtime 3s ./internal/serve/sessions/
 func BenchmarkBash(b *testing.B) {
@@ -48,36 +52,45 @@ func BenchmarkBash(b *testing.B) {
 			b.Fatalf("bash: %d", resp.StatusCode)
 		}
 	}
-	b.Run("shim", func(b *testing.B) {
-		for b.Loop() {
-			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(":"), Cwd: workdir}); err != nil || res.ExitCode != 0 {
-				b.Fatal(res, err)
-			}
-		}
+	report := func(b *testing.B) {
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
-	})
-	// The floor under any shell: the shim running true, no bash at all.
+	}
+	// The floor under any command: the shim running true, no bash at all.
 	b.Run("shim-true", func(b *testing.B) {
 		for b.Loop() {
 			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"true"}, Cwd: workdir}); err != nil || res.ExitCode != 0 {
 				b.Fatal(res, err)
 			}
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		report(b)
 	})
-	b.Run("shim-bash-c", func(b *testing.B) {
+	// The old way: a login bash per call.
+	b.Run("exec-bash-lc", func(b *testing.B) {
 		for b.Loop() {
-			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"bash", "-c", ":"}, Cwd: workdir}); err != nil || res.ExitCode != 0 {
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(":"), Cwd: workdir}); err != nil || res.ExitCode != 0 {
 				b.Fatal(res, err)
 			}
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		report(b)
+	})
+	b.Run("shell", func(b *testing.B) {
+		sh, err := box.(sandbox.Shell).OpenShell(ctx, sandbox.ShellOptions{Cwd: workdir})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sh.Close(ctx)
+		for b.Loop() {
+			if res, err := sh.Run(ctx, sandbox.ShellRequest{Cmd: ":"}); err != nil || res.ExitCode != 0 {
+				b.Fatal(res, err)
+			}
+		}
+		report(b)
 	})
 	b.Run("http", func(b *testing.B) {
 		for b.Loop() {
 			call(b)
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		report(b)
 	})
 	b.Run("http-16", func(b *testing.B) {
 		b.SetParallelism(max(1, 16/max(1, testingProcs())))
@@ -86,7 +99,7 @@ func BenchmarkBash(b *testing.B) {
 				call(b)
 			}
 		})
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		report(b)
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -97,7 +98,7 @@ func TestGymRecordedRow(t *testing.T) {
 		t.Errorf("task from the row: %s %s test patch %d bytes", s.Task.InstanceID, s.Task.Repo, len(s.Task.TestPatch))
 	}
 
-	status, body, hdr := c.post("/bash", map[string]any{"command": "echo 'fixed = True' >> calc.py && git status --short && exit 3"})
+	status, body, hdr := c.post("/bash", map[string]any{"command": "echo 'fixed = True' >> calc.py && git status --short && (exit 3)"})
 	var out string
 	if status != 200 || json.Unmarshal(body, &out) != nil || out != " M calc.py\n" || hdr.Get("X-Exit-Code") != "3" {
 		t.Errorf("bash: %d %s exit %q", status, body, hdr.Get("X-Exit-Code"))
@@ -255,5 +256,38 @@ func TestRecordedRowsAreTasks(t *testing.T) {
 	}
 	if _, err := c.Task(context.Background(), "", json.RawMessage(`{"instance_id":"nope"}`)); err == nil || !strings.Contains(err.Error(), "task nope: instance_id") {
 		t.Errorf("unknown id: %v", err)
+	}
+}
+
+// TestGymBashShell: /bash calls of one session share a shell (cd and
+// exports carry over); a call that ends the shell or times out says so,
+// and the next call runs in a fresh shell in the repository.
+func TestGymBashShell(t *testing.T) {
+	ts := startServer(t, Options{Verifier: &fakeVerifier{}, StepTimeout: 30 * time.Second})
+	c := &gymClient{t: t, url: ts.URL}
+	if status, body, _ := c.post("/seed_session", map[string]any{"instance_id": "sample__calc-1"}); status != 200 {
+		t.Fatalf("seed: %d %s", status, body)
+	}
+	steps := []struct {
+		cmd      string
+		timeout  float64
+		code     string
+		out      string // the whole output, unless contains is set
+		contains string
+	}{
+		{cmd: "mkdir -p sub && cd sub && export SWERVE_T=1", code: "0", out: ""},
+		{cmd: `echo "${PWD##*/} $SWERVE_T"`, code: "0", out: "sub 1\n"},
+		{cmd: "exit 4", code: "4", contains: "[the shell exited with status 4"},
+		{cmd: `echo "${SWERVE_T:-unset}"; test -f calc.py`, code: "0", out: "unset\n"},
+		{cmd: "export SWERVE_T=2; sleep 100", timeout: 0.5, code: "124", contains: "timed out after 500ms"},
+		{cmd: `echo "${SWERVE_T:-unset}"`, code: "0", out: "unset\n"},
+	}
+	for _, st := range steps {
+		status, body, hdr := c.post("/bash", map[string]any{"command": st.cmd, "timeout": st.timeout})
+		var out string
+		if status != 200 || json.Unmarshal(body, &out) != nil || hdr.Get("X-Exit-Code") != st.code ||
+			(st.contains == "" && out != st.out) || (st.contains != "" && !strings.Contains(out, st.contains)) {
+			t.Errorf("/bash %q: %d %s exit %q; want exit %s, output %q %q", st.cmd, status, body, hdr.Get("X-Exit-Code"), st.code, st.out, st.contains)
+		}
 	}
 }

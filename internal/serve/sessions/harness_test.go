@@ -45,6 +45,11 @@ func (c *countedBox) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox
 	return c.Sandbox.(sandbox.Tooler).Tool(ctx, req)
 }
 
+// OpenShell passes the persistent shells through.
+func (c *countedBox) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	return c.Sandbox.(sandbox.Shell).OpenShell(ctx, opts)
+}
+
 // ScratchDir passes the local box's scratch directory through.
 func (c *countedBox) ScratchDir() string { return c.Sandbox.(sandbox.Scratch).ScratchDir() }
 

@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -100,6 +101,10 @@ type Session struct {
 
 	ready   chan struct{} // closed once the box is open (or failed)
 	openErr error
+
+	shellMu sync.Mutex           // guards shell while it is being opened
+	shell   sandbox.ShellSession // the bash tool's persistent shell, once opened
+	noShell bool                 // the box has none: bash calls exec each line
 
 	mu       sync.RWMutex // calls hold it shared; closing holds it alone
 	closed   bool
@@ -488,27 +493,92 @@ type BashResult struct {
 	Output   string
 	ExitCode int
 	TimedOut bool
+	// Exited: the command ended the session's shell (exit, exec); the
+	// next call starts a fresh one. Restarted: this call ran in a fresh
+	// shell, the earlier one having ended or been killed on a timeout.
+	Exited    bool
+	Restarted bool
 }
 
-// Bash runs one command line in the session's repository, bounded by
-// timeout (the manager's StepTimeout when 0 or above it).
+// Bash runs one command line in the session's shell, bounded by timeout
+// (the manager's StepTimeout when 0 or above it). The shell persists
+// between calls, as agents' bash tools expect: cd, exported variables and
+// functions carry over. It starts in the repository, as a login shell.
+// Calls on one session run one at a time. A call that times out kills the
+// shell, and the next call starts a fresh one; so does a call that ends
+// the shell itself. Whatever a call started in the background is killed
+// when it ends. Boxes without persistent shells, or whose shell does not
+// start, run each line with bash -lc instead.
 func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout time.Duration) (BashResult, error) {
 	if timeout <= 0 || timeout > m.opts.StepTimeout {
 		timeout = m.opts.StepTimeout
 	}
 	var out BashResult
 	err := m.use(ctx, s, func(ctx context.Context) error {
-		res, err := s.box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(command), Cwd: s.workdir, Timeout: timeout})
+		sh, err := s.openShell(ctx)
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
 		}
-		out = BashResult{Output: string(res.Output), ExitCode: res.ExitCode, TimedOut: res.TimedOut}
-		if res.TimedOut {
-			out.Output += fmt.Sprintf("\n[the command timed out after %s and was killed]", timeout)
+		if sh == nil {
+			res, err := s.box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(command), Cwd: s.workdir, Timeout: timeout})
+			if err != nil {
+				return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
+			}
+			out = BashResult{Output: string(res.Output), ExitCode: res.ExitCode, TimedOut: res.TimedOut}
+			if res.TimedOut {
+				out.Output += fmt.Sprintf("\n[the command timed out after %s and was killed]", timeout)
+			}
+			return nil
+		}
+		res, err := sh.Run(ctx, sandbox.ShellRequest{Cmd: command, Timeout: timeout})
+		if err != nil {
+			return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
+		}
+		out = BashResult{Output: string(res.Output), ExitCode: res.ExitCode, TimedOut: res.TimedOut, Exited: res.Exited, Restarted: res.Restarted}
+		switch {
+		case res.TimedOut:
+			out.Output = withNote(out.Output, fmt.Sprintf("[the command timed out after %s and was killed, with the shell: the next command starts in a fresh shell in the repository]", timeout))
+		case res.Exited:
+			out.Output = withNote(out.Output, fmt.Sprintf("[the shell exited with status %d: the next command starts in a fresh shell in the repository]", res.ExitCode))
 		}
 		return nil
 	})
 	return out, err
+}
+
+// withNote appends a note for the model on a line of its own.
+func withNote(output, note string) string {
+	if output != "" && !strings.HasSuffix(output, "\n") {
+		output += "\n"
+	}
+	return output + note
+}
+
+// openShell returns the session's shell, opening it on first use; nil
+// when the box has no persistent shells.
+func (s *Session) openShell(ctx context.Context) (sandbox.ShellSession, error) {
+	s.shellMu.Lock()
+	defer s.shellMu.Unlock()
+	if s.shell != nil || s.noShell {
+		return s.shell, nil
+	}
+	sb, ok := s.box.(sandbox.Shell)
+	if !ok {
+		s.noShell = true
+		return nil, nil
+	}
+	sh, err := sb.OpenShell(ctx, sandbox.ShellOptions{Cwd: s.workdir})
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, sandbox.ErrClosed) {
+			return nil, err
+		}
+		// No bash that starts (a minimal image, login scripts that
+		// hang): each line runs on its own, and says why it fails.
+		s.noShell = true
+		return nil, nil
+	}
+	s.shell = sh
+	return sh, nil
 }
 
 // Tool runs one of the box's native tools (str_replace_editor,
