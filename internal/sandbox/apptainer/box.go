@@ -361,6 +361,18 @@ func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolRe
 	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
 }
 
+// OpenShell starts a persistent shell in the instance, run by the helper,
+// with the box's environment.
+func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	if b.client == nil {
+		return nil, sandbox.ErrClosed
+	}
+	if len(b.env) > 0 {
+		opts.Env = slices.Concat(b.env, opts.Env)
+	}
+	return b.client.OpenShell(ctx, opts)
+}
+
 // Close ends the helper, stops the instance and removes the box's state
 // directory. It is idempotent.
 func (b *Box) Close(ctx context.Context) error {

@@ -421,6 +421,14 @@ func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return b.client.ReadFile(ctx, path)
 }
 
+// OpenShell starts a persistent shell in the sandbox, run by the helper.
+func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	if b.client == nil {
+		return nil, sandbox.ErrClosed
+	}
+	return b.client.OpenShell(ctx, opts)
+}
+
 // Tool runs one of the helper's native tools.
 func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
 	if b.client == nil {
