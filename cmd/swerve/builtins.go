@@ -10,5 +10,6 @@ import (
 	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
 
 	// _ "github.com/swerve-dev/swerve/internal/sandbox/docker"
+	_ "github.com/swerve-dev/swerve/internal/sandbox/k8s"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/local"
 )
