@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -50,9 +51,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("k8s: open %s: %w", what, err)
 	}
-	var data []byte
+	var raw, gz []byte
 	if b.cfg.ShimImage == "" {
-		if data, err = b.shimBinary(); err != nil {
+		if raw, gz, err = b.shimBinary(); err != nil {
 			return nil, err
 		}
 	}
@@ -73,35 +74,47 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 			box.Close(context.WithoutCancel(ctx))
 		}
 	}()
+	t0 := time.Now()
 	if err := b.waitRunning(ctx, created, what); err != nil {
 		return nil, err
 	}
-	if data != nil {
-		if err := box.upload(ctx, data); err != nil {
+	t1 := time.Now()
+	if raw != nil {
+		if err := box.upload(ctx, raw, gz); err != nil {
 			return nil, err
 		}
 	}
+	t2 := time.Now()
 	if err := box.startShim(ctx); err != nil {
 		return nil, err
 	}
+	slog.Debug("k8s: box ready", "task", what, "pod", created.Name, "running", t1.Sub(t0), "upload", t2.Sub(t1), "helper", time.Since(t2))
 	return box, nil
 }
 
-// shimBinary reads the helper binary once per backend: every box gets a
-// copy of the same bytes.
-func (b *Backend) shimBinary() ([]byte, error) {
+// shimBinary reads the helper binary once per backend, and compresses it
+// once: every box gets a copy of the same bytes.
+func (b *Backend) shimBinary() (raw, gz []byte, err error) {
 	b.shimOnce.Do(func() {
 		path, err := shim.Binary(b.cfg.ShimPath)
 		if err != nil {
 			b.shimErr = fmt.Errorf("k8s: %w", err)
 			return
 		}
-		b.shimData, b.shimErr = os.ReadFile(path)
-		if b.shimErr != nil {
-			b.shimErr = fmt.Errorf("k8s: read helper: %w", b.shimErr)
+		if b.shimData, err = os.ReadFile(path); err != nil {
+			b.shimErr = fmt.Errorf("k8s: read helper: %w", err)
+			return
 		}
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		_, _ = zw.Write(b.shimData)
+		if err := zw.Close(); err != nil {
+			b.shimErr = fmt.Errorf("k8s: compress helper: %w", err)
+			return
+		}
+		b.shimGz = buf.Bytes()
 	})
-	return b.shimData, b.shimErr
+	return b.shimData, b.shimGz, b.shimErr
 }
 
 // ensurePolicy makes sure the namespace has the NetworkPolicy that cuts
@@ -327,31 +340,95 @@ func (b *Box) plainExec(ctx context.Context, argv []string, stdin io.Reader) (st
 	return out.Bytes(), errb.Bytes(), err
 }
 
-// upload puts the helper binary at shim.InBoxPath over one exec. The
-// command prints the written file's size (and hash, where the image has
-// sha256sum) only once it is complete: ending the exec as soon as stdin
-// is sent can cut the file short, so the stream stays open until the
-// answer arrives, and the answer is checked.
-func (b *Box) upload(ctx context.Context, data []byte) error {
-	script := `set -e; f="$1"; cat > "$f.tmp"; chmod 755 "$f.tmp"; mv "$f.tmp" "$f"; wc -c < "$f"; if command -v sha256sum >/dev/null 2>&1; then sha256sum "$f"; fi`
-	out, errOut, err := b.plainExec(ctx, []string{"/bin/sh", "-c", script, "upload", shim.InBoxPath}, bytes.NewReader(data))
+// upload puts the helper binary at shim.InBoxPath over one exec. Where
+// the image has gzip the binary travels compressed (less than half the
+// bytes): the command first says which form it takes, and only then is
+// the binary sent. It prints the written file's size (and hash, where the
+// image has sha256sum) once the file is complete: ending an exec as soon
+// as its stdin is sent can cut the file short, so the stream stays open
+// until that answer arrives, and the answer is checked.
+func (b *Box) upload(ctx context.Context, raw, gz []byte) error {
+	const script = `set -e; f="$1"
+if command -v gzip >/dev/null 2>&1; then echo gz; gzip -dc > "$f.tmp"; else echo raw; cat > "$f.tmp"; fi
+chmod 755 "$f.tmp"; mv "$f.tmp" "$f"; wc -c < "$f"
+if command -v sha256sum >/dev/null 2>&1; then sha256sum "$f"; fi`
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("k8s: task %s: upload the helper into pod %s: %s", b.what, b.name, fmt.Sprintf(format, args...))
+	}
+	ex, err := b.b.executor(b.name, []string{"/bin/sh", "-c", script, "upload", shim.InBoxPath}, true)
 	if err != nil {
-		return fmt.Errorf("k8s: task %s: upload the helper into pod %s: %w (%s)", b.what, b.name, classify(err), strings.TrimSpace(string(errOut)))
+		return err
 	}
-	fields := strings.Fields(string(out))
-	if len(fields) == 0 {
-		return fmt.Errorf("k8s: task %s: upload the helper into pod %s: no size reported (%s)", b.what, b.name, strings.TrimSpace(string(errOut)))
+	inR, inW := io.Pipe()
+	out := &firstLine{ready: make(chan struct{})}
+	var errb bytes.Buffer
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-out.ready:
+		case <-ctx.Done():
+			inW.CloseWithError(ctx.Err())
+			return
+		}
+		data := raw
+		if out.first() == "gz" {
+			data = gz
+		}
+		_, err := inW.Write(data)
+		inW.CloseWithError(err)
+	}()
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: inR, Stdout: out, Stderr: &errb})
+	inR.Close()
+	if err != nil {
+		return fail("%v (%s)", classify(err), strings.TrimSpace(errb.String()))
 	}
-	if n, err := strconv.Atoi(fields[0]); err != nil || n != len(data) {
-		return fmt.Errorf("k8s: task %s: upload the helper into pod %s: %s bytes arrived, want %d", b.what, b.name, fields[0], len(data))
+	fields := strings.Fields(out.String())
+	if len(fields) < 2 {
+		return fail("no size reported (%s)", strings.TrimSpace(errb.String()))
 	}
-	if len(fields) > 1 {
-		sum := sha256.Sum256(data)
-		if fields[1] != hex.EncodeToString(sum[:]) {
-			return fmt.Errorf("k8s: task %s: upload the helper into pod %s: sha256 %s, want %x", b.what, b.name, fields[1], sum)
+	if n, err := strconv.Atoi(fields[1]); err != nil || n != len(raw) {
+		return fail("%s bytes arrived, want %d", fields[1], len(raw))
+	}
+	if len(fields) > 2 {
+		sum := sha256.Sum256(raw)
+		if fields[2] != hex.EncodeToString(sum[:]) {
+			return fail("sha256 %s, want %x", fields[2], sum)
 		}
 	}
 	return nil
+}
+
+// firstLine collects a command's stdout and signals when its first line
+// is complete.
+type firstLine struct {
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (w *firstLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if bytes.IndexByte(w.buf.Bytes(), '\n') >= 0 {
+		w.once.Do(func() { close(w.ready) })
+	}
+	return len(p), nil
+}
+
+func (w *firstLine) first() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	line, _, _ := strings.Cut(w.buf.String(), "\n")
+	return strings.TrimSpace(line)
+}
+
+func (w *firstLine) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 // startShim runs `swerve shim` over one long-lived exec stream and waits

@@ -226,6 +226,7 @@ type Backend struct {
 
 	shimOnce sync.Once
 	shimData []byte
+	shimGz   []byte
 	shimErr  error
 
 	policyOnce sync.Once
