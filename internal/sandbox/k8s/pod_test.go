@@ -39,7 +39,9 @@ func TestConfigFromOptions(t *testing.T) {
 		want    func(c Config) bool
 		wantErr string
 	}{
-		{"defaults", nil, func(c Config) bool { return c.StartTimeout.String() == "5m0s" && c.ShimImagePath == "/swerve" && c.RequestRatio == 1 }, ""},
+		{"defaults", nil, func(c Config) bool {
+			return c.StartTimeout.String() == "5m0s" && c.ShimImagePath == "/swerve" && c.RequestRatio == 1
+		}, ""},
 		{"selector", map[string]string{ParamNodeSelector: "a=b, c=d"}, func(c Config) bool { return cmp.Equal(c.NodeSelector, map[string]string{"a": "b", "c": "d"}) }, ""},
 		{"bad selector", map[string]string{ParamNodeSelector: "a"}, nil, "k8s_node_selector"},
 		{"tolerations", map[string]string{ParamTolerations: "gpu=yes:NoSchedule,spot,:NoExecute"}, func(c Config) bool {
