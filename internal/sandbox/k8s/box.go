@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/httpstream"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -64,7 +63,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if pod.Labels[LabelNetwork] == "none" {
 		b.ensurePolicy(ctx)
 	}
-	created, err := b.cs.CoreV1().Pods(b.namespace).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := b.api.createPod(ctx, b.namespace, pod)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: task %s: create pod in namespace %s: %w", what, b.namespace, classify(err))
 	}
@@ -130,7 +129,7 @@ func (b *Backend) ensurePolicy(ctx context.Context) {
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress},
 			},
 		}
-		_, err := b.cs.NetworkingV1().NetworkPolicies(b.namespace).Create(ctx, np, metav1.CreateOptions{})
+		err := b.api.createNetworkPolicy(ctx, b.namespace, np)
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			b.policyErr = err
 			slog.Warn("k8s: cannot create the NetworkPolicy that keeps network-less boxes offline; their pods have the cluster's default network", "namespace", b.namespace, "err", err)
@@ -159,7 +158,7 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod, what string)
 			}
 			return err
 		}
-		w, err := b.cs.CoreV1().Pods(b.namespace).Watch(ctx, metav1.ListOptions{
+		w, err := b.api.watchPods(ctx, b.namespace, metav1.ListOptions{
 			FieldSelector:   fields.OneTermEqualSelector("metadata.name", pod.Name).String(),
 			ResourceVersion: last.ResourceVersion,
 		})
@@ -173,7 +172,7 @@ func (b *Backend) waitRunning(ctx context.Context, pod *corev1.Pod, what string)
 				return fmt.Errorf("k8s: task %s: pod %s was deleted while starting: %w", what, pod.Name, sandbox.ErrClosed)
 			case watch.Error:
 				// An expired resource version: read the pod afresh.
-				if p, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil {
+				if p, err := b.api.getPod(ctx, b.namespace, pod.Name); err == nil {
 					last = p
 				}
 			default:
@@ -246,7 +245,7 @@ func podState(p *corev1.Pod) (msg string, done, fatal bool) {
 func (b *Backend) eventNote(name string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	evs, err := b.cs.CoreV1().Events(b.namespace).List(ctx, metav1.ListOptions{
+	evs, err := b.api.listEvents(ctx, b.namespace, metav1.ListOptions{
 		FieldSelector: fields.AndSelectors(
 			fields.OneTermEqualSelector("involvedObject.name", name),
 			fields.OneTermEqualSelector("involvedObject.kind", "Pod"),
@@ -311,13 +310,12 @@ func isConnErr(err error) bool {
 // executor makes the stream for one exec in the box's main container:
 // a websocket, or SPDY when the server cannot upgrade to one.
 func (b *Backend) executor(pod string, argv []string, stdin bool) (remotecommand.Executor, error) {
-	req := b.cs.CoreV1().RESTClient().Post().Resource("pods").Name(pod).Namespace(b.namespace).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: mainContainer, Command: argv, Stdin: stdin, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	ws, err := remotecommand.NewWebSocketExecutor(b.rest, http.MethodGet, req.URL().String())
+	u := b.api.execURL(b.namespace, pod, &corev1.PodExecOptions{Container: mainContainer, Command: argv, Stdin: stdin, Stdout: true, Stderr: true})
+	ws, err := remotecommand.NewWebSocketExecutor(b.rest, http.MethodGet, u.String())
 	if err != nil {
 		return nil, fmt.Errorf("k8s: websocket exec: %w", err)
 	}
-	spdy, err := remotecommand.NewSPDYExecutor(b.rest, http.MethodPost, req.URL())
+	spdy, err := remotecommand.NewSPDYExecutor(b.rest, http.MethodPost, u)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: spdy exec: %w", err)
 	}
@@ -558,8 +556,7 @@ func (b *Box) Close(ctx context.Context) error {
 // deletePod deletes a pod with grace period 0 and waits until it is gone.
 func (b *Backend) deletePod(ctx context.Context, name string) error {
 	var grace int64
-	pods := b.cs.CoreV1().Pods(b.namespace)
-	err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+	err := b.api.deletePod(ctx, b.namespace, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -567,7 +564,7 @@ func (b *Backend) deletePod(ctx context.Context, name string) error {
 		return fmt.Errorf("delete pod %s: %w", name, classify(err))
 	}
 	for {
-		_, err := pods.Get(ctx, name, metav1.GetOptions{})
+		_, err := b.api.getPod(ctx, b.namespace, name)
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

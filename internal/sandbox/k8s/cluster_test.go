@@ -65,7 +65,7 @@ func testBackend(tb testing.TB, edit func(*Config)) *Backend {
 // runPods lists the pods of b's run.
 func runPods(ctx context.Context, b *Backend) ([]string, error) {
 	sel := labels.Set{LabelRun: b.labels[LabelRun]}
-	list, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	list, err := b.api.listPods(ctx, b.namespace, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func TestPodSpecOnCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer box.Close(ctx)
-	p, err := b.cs.CoreV1().Pods(b.namespace).Get(ctx, box.ID(), metav1.GetOptions{})
+	p, err := b.api.getPod(ctx, b.namespace, box.ID())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ func (b *Backend) Leftovers(ctx context.Context, opts sandbox.LeftoverOptions) (
 	if opts.RunID != "" {
 		sel[LabelRun] = labelValue(opts.RunID)
 	}
-	list, err := b.cs.CoreV1().Pods(b.namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	list, err := b.api.listPods(ctx, b.namespace, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return nil, fmt.Errorf("k8s: list pods in namespace %s: %w", b.namespace, classify(err))
 	}

@@ -28,7 +28,6 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -220,7 +219,7 @@ func splitList(s string) []string {
 type Backend struct {
 	cfg       Config
 	rest      *rest.Config
-	cs        kubernetes.Interface
+	api       *api
 	namespace string
 	labels    map[string]string
 
@@ -254,9 +253,9 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 	if cfg.ShimImagePath == "" {
 		cfg.ShimImagePath = "/swerve"
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	a, err := newAPI(rc)
 	if err != nil {
-		return nil, fmt.Errorf("k8s: client: %w", err)
+		return nil, err
 	}
 	host, _ := os.Hostname()
 	labels := map[string]string{
@@ -267,15 +266,11 @@ func New(_ context.Context, cfg Config) (*Backend, error) {
 	if cfg.RunID != "" {
 		labels[LabelRun] = labelValue(cfg.RunID)
 	}
-	return &Backend{cfg: cfg, rest: rc, cs: cs, namespace: ns, labels: labels}, nil
+	return &Backend{cfg: cfg, rest: rc, api: a, namespace: ns, labels: labels}, nil
 }
 
 // Namespace is where the backend's pods live.
 func (b *Backend) Namespace() string { return b.namespace }
-
-// Clientset exposes the client, for tests and tools that need more than
-// boxes.
-func (b *Backend) Clientset() kubernetes.Interface { return b.cs }
 
 // restConfig loads the client configuration and the context's namespace:
 // an explicit kubeconfig or context, else the default loading rules, else
@@ -320,13 +315,13 @@ func Probe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(rc)
+	a, err := newAPI(rc)
 	if err != nil {
-		return fmt.Errorf("k8s: client: %w", err)
+		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
+	if err := a.version(ctx); err != nil {
 		return fmt.Errorf("k8s: API server %s: %w: %v", rc.Host, sandbox.ErrUnavailable, err)
 	}
 	return nil
