@@ -12,5 +12,6 @@ import (
 	// _ "github.com/swerve-dev/swerve/internal/sandbox/docker"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/apptainer"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/e2b"
+	_ "github.com/swerve-dev/swerve/internal/sandbox/k8s"
 	_ "github.com/swerve-dev/swerve/internal/sandbox/local"
 )

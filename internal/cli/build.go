@@ -36,6 +36,7 @@ type buildFlags struct {
 	BaseURL       string
 	APIKey        string
 	JSON          bool
+	Backend       string
 }
 
 func newBuildCmd() *cobra.Command {
@@ -104,12 +105,16 @@ run again (failures are retried), so an interrupted build resumes.`,
 	fs.StringVar(&bf.BaseURL, "base-url", "", "API base URL of the repair model (default: from the environment)")
 	fs.StringVar(&bf.APIKey, "api-key", "", "API key of the repair model (default: from the environment)")
 	fs.BoolVar(&bf.JSON, "json", false, "print progress as JSON lines on stdout")
+	fs.StringVar(&bf.Backend, "backend", "docker", "where the images will run: build makes docker images; other backends run images the user provides, and build says so")
 	return cmd
 }
 
 func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if b := sandbox.Canonical(bf.Backend); b != "docker" && b != "auto" && b != "" {
+		return fmt.Errorf("--backend %s: swerve build makes docker images only; the images a %s box runs are the user's: push them to a registry its nodes pull from (or import them into its runtime), then swerve run --backend %s", bf.Backend, b, bf.Backend)
+	}
 	if bf.Input == "" {
 		return errors.New("--input: name the SWE-Factory results file")
 	}

@@ -89,6 +89,18 @@ func TestBuildCmdChecksKeyFirst(t *testing.T) {
 	}
 }
 
+// TestBuildCmdOtherBackend: build makes docker images only; naming a
+// backend whose images are the user's is one line saying so, before
+// anything else is checked or made.
+func TestBuildCmdOtherBackend(t *testing.T) {
+	for _, backend := range []string{"k8s", "e2b"} {
+		_, _, err := execTasksCLI(t, "build", "--backend", backend)
+		if err == nil || !strings.Contains(err.Error(), "--backend "+backend) || !strings.Contains(err.Error(), "the user's") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("build --backend %s: error %v; want one line saying the images are the user's", backend, err)
+		}
+	}
+}
+
 // buildCLIRepoCache makes the calc repository of internal/build/testdata
 // (fixed author and date, so the commit the rows check out) and a mirror
 // of it at <cache>/swerve-test/calc.git.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds kube-apiserver and kubelet from the Go module proxy, once per
+# Builds kube-apiserver, kubelet and kube-scheduler from the Go module proxy, once per
 # version, into a cache outside the work tree, and prints the bin directory.
 #
 #   scripts/cluster/build-kube.sh            # -> $SWERVE_CI_CACHE/kubernetes-v1.34.4/bin
@@ -7,20 +7,21 @@
 # k8s.io/kubernetes replaces its staging modules with ./staging/..., so it
 # cannot be installed with `go install`; a scratch module that requires it
 # and points each staging module at its published twin builds both
-# commands. A cold build takes about 15 minutes on 2 cores; a warm one
-# returns at once.
+# commands. A cold build takes about 15 minutes on 2 cores (the scheduler
+# adds seconds: it shares the apiserver's packages); a warm one returns at
+# once.
 set -euo pipefail
 KUBE_VERSION=${KUBE_VERSION:-v1.34.4}
 CACHE=${SWERVE_CI_CACHE:-$HOME/.cache/swerve-ci}
 DIR=$CACHE/kubernetes-$KUBE_VERSION
 BIN=$DIR/bin
-if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubelet" ] && [ -f "$DIR/.done" ]; then
+if [ -x "$BIN/kube-apiserver" ] && [ -x "$BIN/kubelet" ] && [ -x "$BIN/kube-scheduler" ] && [ -f "$DIR/.done" ]; then
   echo "$BIN"; exit 0
 fi
 mkdir -p "$DIR/src" "$BIN"
 exec 9>"$DIR/.lock"
 flock 9
-if [ -f "$DIR/.done" ]; then echo "$BIN"; exit 0; fi
+if [ -x "$BIN/kube-scheduler" ] && [ -f "$DIR/.done" ]; then echo "$BIN"; exit 0; fi
 staging_version=v0${KUBE_VERSION#v1}
 cd "$DIR/src"
 {
@@ -54,7 +55,8 @@ GO
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod
 go mod tidy >&2
 ld="-s -w -X k8s.io/component-base/version.gitVersion=$KUBE_VERSION"
-for c in kube-apiserver kubelet; do
+for c in kube-apiserver kubelet kube-scheduler; do
+  [ -x "$BIN/$c" ] && continue
   echo "building $c $KUBE_VERSION (cold: several minutes)" >&2
   go build -trimpath -tags tools -ldflags "$ld" -o "$BIN/$c.tmp" "k8s.io/kubernetes/cmd/$c" >&2
   mv "$BIN/$c.tmp" "$BIN/$c"
