@@ -526,6 +526,14 @@ func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolRe
 	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
 }
 
+// OpenShell starts a persistent shell in the pod, run by the helper.
+func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
+	if b.client == nil {
+		return nil, sandbox.ErrClosed
+	}
+	return b.client.OpenShell(ctx, opts)
+}
+
 // Close ends the helper (which kills everything it started), deletes the
 // pod at once (grace period 0) and waits until the API no longer has it.
 // It is idempotent.
