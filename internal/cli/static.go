@@ -43,7 +43,7 @@ func checkStaticHelper(cmd *cobra.Command) error {
 		return nil
 	}
 	alt := ""
-	if backend != nil {
+	if backend != nil && cmd.Name() != "build" { // build's --backend only names where images will run
 		alt = ", or pass --backend local"
 	}
 	return fmt.Errorf("%s: this swerve (%s) is dynamically linked (built with cgo), but boxes run it as their in-box helper, which must be static: %s%s", cmd.Name(), path, shim.StaticFix, alt)
