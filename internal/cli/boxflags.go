@@ -59,11 +59,21 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
 	f.Params = map[string]*string{}
 	for _, p := range sandbox.Params() {
-		usage := p.Usage
+		// The flag itself defaults to empty, so that an unset flag gives
+		// way to the environment variable, then to the default
+		// (sandbox.Options.Param); help shows both.
+		var notes []string
 		if p.Env != "" {
-			usage += " (env " + p.Env + ")"
+			notes = append(notes, "env "+p.Env)
 		}
-		f.Params[p.Name] = fs.String(p.Name, p.Default, usage)
+		if p.Default != "" {
+			notes = append(notes, "default "+strconv.Quote(p.Default))
+		}
+		usage := p.Usage
+		if len(notes) > 0 {
+			usage += " (" + strings.Join(notes, "; ") + ")"
+		}
+		f.Params[p.Name] = fs.String(p.Name, "", usage)
 	}
 }
 

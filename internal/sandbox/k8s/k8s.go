@@ -92,7 +92,7 @@ func init() {
 			{Name: ParamStartTimeout, Default: "5m", Usage: "k8s: how long a pod may take to start (schedule, pull, run) before the box fails"},
 			{Name: ParamShimImage, Usage: "k8s: image holding a static swerve binary that an init container copies into each pod (default: upload it over one exec)"},
 			{Name: ParamShimImagePath, Default: "/swerve", Usage: "k8s: where the swerve binary is in --k8s_shim_image (the image needs sh and cp)"},
-			{Name: ParamRequestRatio, Default: "1", Usage: "k8s: CPU and memory requests as a fraction of the limits (--cpus, --memory_mb); 1 requests all of it"},
+			{Name: ParamRequestRatio, Env: "SWERVE_K8S_REQUEST_RATIO", Default: "1", Usage: "k8s: CPU and memory requests as a fraction of the limits (--cpus, --memory_mb); 1 requests all of it"},
 		},
 	})
 }
