@@ -341,7 +341,15 @@ func TestDisconnectCancels(t *testing.T) {
 		errc <- err
 	}()
 	waitFor(t, func() bool { return s.admit.Load() == 2 })
+	// The queued client leaves first, and the server must have seen it go
+	// before the running one is cancelled: a server cannot know of a
+	// disconnect it has not yet read, and once the slot frees it would
+	// rightly start a request whose client is, as far as it can tell, still
+	// there.
 	cancel2()
+	waitFor(t, func() bool {
+		return strings.Contains(scrape(t, ts.URL), `swerve_rollouts_finished_total{outcome="cancelled"} 1`)
+	})
 	cancel()
 	select {
 	case <-cancelled:
