@@ -35,6 +35,11 @@ if [ "$(docker image inspect --format '{{index .Config.Labels "swerve.onlygo"}}'
   printf '%s\nLABEL swerve.onlygo=%s\n' "$dockerfile" "$stamp" | docker build -q -t "$image" - >/dev/null
 fi
 
+# The container has no network and sees the module cache read-only: fetch
+# every module the build and the tests need into it first (on a machine
+# whose cache is cold, `go vet` in there would otherwise try to write it).
+go mod download
+
 start=$(date +%s)
 git ls-files -z --cached --others --exclude-standard | tar -c --null -T - |
   docker run --rm -i --network none \
