@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,26 @@ import (
 func init() {
 	register(newShimCmd)
 	register(newShimExecCmd)
+	register(newShimDialCmd)
+}
+
+// newShimDialCmd is what a backend runs in a box to see whether the box
+// can reach an address (a network-less box must not).
+func newShimDialCmd() *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    shim.DialSubcommand + " HOST:PORT...",
+		Short:  "Try a TCP connection to each address and print what happened (used inside boxes)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		Example: `  # what the k8s backend runs in the first network-less pod of a run:
+  /.swerve/swerve shim-dial --timeout 1500ms 10.0.0.4:10250`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return shim.DialAll(cmd.Context(), cmd.OutOrStdout(), args, timeout)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Second, "how long each connection attempt may take")
+	return cmd
 }
 
 // newShimExecCmd is what the helper re-executes itself as to start a

@@ -51,4 +51,7 @@ setsid bash -c "while kill -0 $ci_pid 2>/dev/null; do sleep 2; done; CLUSTER_DIR
 
 echo "swerve_k8s_down() { CLUSTER_DIR='$F' '$here/down.sh' >/dev/null 2>&1 || true; }"
 echo "trap \"swerve_k8s_down; \$(trap -p EXIT | sed -e \"s/^trap -- '//\" -e \"s/' EXIT\\\$//\")\" EXIT"
-echo "export KUBECONFIG='$kcfg' SWERVE_K8S_TESTS=1 SWERVE_K8S_SHIM_IMAGE=docker.io/$img SWERVE_K8S_PARALLEL=\${SWERVE_K8S_PARALLEL:-20}"
+# The local cluster's bridge plugin enforces no NetworkPolicy: network-less
+# boxes are allowed to open on it, and TestNetworkIsolation checks that
+# the backend finds it so.
+echo "export KUBECONFIG='$kcfg' SWERVE_K8S_TESTS=1 SWERVE_K8S_ALLOW_NETWORK=1 SWERVE_K8S_EXPECT_NETWORK=open SWERVE_K8S_SHIM_IMAGE=docker.io/$img SWERVE_K8S_PARALLEL=\${SWERVE_K8S_PARALLEL:-20}"

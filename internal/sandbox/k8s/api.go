@@ -81,6 +81,12 @@ func (a *api) getPod(ctx context.Context, ns, name string) (*corev1.Pod, error) 
 	return out, err
 }
 
+func (a *api) getNode(ctx context.Context, name string) (*corev1.Node, error) {
+	out := &corev1.Node{}
+	err := a.core.Get().Resource("nodes").Name(name).Do(ctx).Into(out)
+	return out, err
+}
+
 func (a *api) listPods(ctx context.Context, ns string, opts metav1.ListOptions) (*corev1.PodList, error) {
 	out := &corev1.PodList{}
 	err := a.core.Get().Namespace(ns).Resource("pods").VersionedParams(&opts, paramCodec).Do(ctx).Into(out)

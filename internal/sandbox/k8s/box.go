@@ -87,6 +87,11 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 	if err := box.startShim(ctx); err != nil {
 		return nil, err
 	}
+	if pod.Labels[LabelNetwork] == "none" {
+		if err := b.checkIsolation(ctx, box); err != nil {
+			return nil, err
+		}
+	}
 	slog.Debug("k8s: box ready", "task", what, "pod", created.Name, "running", t1.Sub(t0), "upload", t2.Sub(t1), "helper", time.Since(t2))
 	return box, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox/sandboxtest"
+	"github.com/swerve-dev/swerve/internal/shim"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
@@ -48,6 +49,10 @@ func testBackend(tb testing.TB, edit func(*Config)) *Backend {
 		StartTimeout: 3 * time.Minute,
 		// The local cluster has two CPUs for dozens of boxes.
 		RequestRatio: 0.01,
+		// The local cluster's bridge plugin enforces no NetworkPolicy;
+		// scripts/cluster/ci.sh says so (TestNetworkIsolation checks
+		// that the verdict is right either way).
+		AllowNetwork: os.Getenv("SWERVE_K8S_ALLOW_NETWORK") == "1",
 	}
 	if cfg.Namespace == "" {
 		cfg.Namespace = "swerve"
@@ -277,4 +282,87 @@ func deadPID(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return p.Pid
+}
+
+// TestNetworkIsolation holds the isolation check to what a pod really
+// sees, on whatever cluster it runs: when a network-less box opens, a
+// dial from it to its node's kubelet must not connect (and a box with
+// the network must, so the target is a live one); when the check refuses
+// the box, such a dial must connect. SWERVE_K8S_EXPECT_NETWORK=open or
+// isolated pins the verdict the cluster should get.
+func TestNetworkIsolation(t *testing.T) {
+	strict := testBackend(t, func(c *Config) { c.AllowNetwork = false })
+	lax := testBackend(t, func(c *Config) { c.AllowNetwork = true })
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	image := testutil.TestImage()
+	dial := func(box sandbox.Sandbox) shim.Reach {
+		t.Helper()
+		kb := box.(*Box)
+		pod, err := strict.api.getPod(ctx, strict.namespace, kb.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := pod.Status.HostIP + ":" + strconv.Itoa(defaultKubeletPort)
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{shim.InBoxPath, shim.DialSubcommand, "--timeout", "2s", target}, Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			t.Fatalf("dial from the box: %v, exit %d: %s", err, res.ExitCode, res.Output)
+		}
+		return shim.ParseDial(string(res.Output))[target]
+	}
+	open := func(b *Backend, network string) (sandbox.Sandbox, error) {
+		box, err := b.Open(ctx, sandbox.Spec{Image: image, Task: "isolation-" + network, Network: network, Pull: sandbox.PullNever})
+		if err == nil {
+			t.Cleanup(func() { box.Close(context.Background()) })
+		}
+		return box, err
+	}
+
+	verdict := "isolated"
+	box, err := open(strict, sandbox.NetworkNone)
+	switch {
+	case err == nil:
+		if r := dial(box); r == shim.Connected {
+			t.Fatalf("the check let a network-less box open, yet it reached its node's kubelet")
+		}
+		withNet, err := open(lax, sandbox.NetworkBridge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := dial(withNet); r != shim.Connected {
+			t.Fatalf("a box with the network could not reach its node's kubelet (%s): the check's target is not a live one", r)
+		}
+	case errors.Is(err, ErrNetworkOpen):
+		verdict = "open"
+		t.Logf("refused, as it should be here: %v", err)
+		if !strings.Contains(err.Error(), "isolation-none") || !strings.Contains(err.Error(), "--"+ParamAllowNetwork) {
+			t.Errorf("the error should name the task and --%s: %v", ParamAllowNetwork, err)
+		}
+		box, err := open(lax, sandbox.NetworkNone)
+		if err != nil {
+			t.Fatalf("with --%s the box should open: %v", ParamAllowNetwork, err)
+		}
+		if r := dial(box); r != shim.Connected {
+			t.Fatalf("the check said the network is open, yet a network-less box could not reach its node's kubelet (%s)", r)
+		}
+		// The verdict holds for the backend: the next box fails at once.
+		start := time.Now()
+		if _, err := open(strict, sandbox.NetworkNone); !errors.Is(err, ErrNetworkOpen) {
+			t.Errorf("second network-less box: %v, want ErrNetworkOpen", err)
+		}
+		t.Logf("second refusal after %v", time.Since(start).Round(time.Millisecond))
+		// A box that asked for the network is not refused.
+		if _, err := open(strict, sandbox.NetworkBridge); err != nil {
+			t.Errorf("a box that asked for the network: %v", err)
+		}
+	default:
+		t.Fatal(err)
+	}
+	if want := os.Getenv("SWERVE_K8S_EXPECT_NETWORK"); want != "" && want != verdict {
+		t.Errorf("this cluster got the verdict %q, SWERVE_K8S_EXPECT_NETWORK says %q", verdict, want)
+	}
+	if left, err := runPods(context.Background(), strict); err == nil && len(left) > 0 {
+		// Refused boxes must not leave their pods behind.
+		t.Logf("pods of the strict backend still listed (deleting): %v", left)
+	}
 }

@@ -66,6 +66,7 @@ const (
 	ParamShimImage      = "k8s_shim_image"
 	ParamShimImagePath  = "k8s_shim_image_path"
 	ParamRequestRatio   = "k8s_request_ratio"
+	ParamAllowNetwork   = "k8s_allow_network"
 )
 
 func init() {
@@ -92,6 +93,7 @@ func init() {
 			{Name: ParamStartTimeout, Default: "5m", Usage: "k8s: how long a pod may take to start (schedule, pull, run) before the box fails"},
 			{Name: ParamShimImage, Usage: "k8s: image holding a static swerve binary that an init container copies into each pod (default: upload it over one exec)"},
 			{Name: ParamShimImagePath, Default: "/swerve", Usage: "k8s: where the swerve binary is in --k8s_shim_image (the image needs sh and cp)"},
+			{Name: ParamAllowNetwork, Env: "SWERVE_K8S_ALLOW_NETWORK", Default: "false", Usage: "k8s: open network-less boxes even where their pods can reach the network (the cluster's network plugin does not enforce NetworkPolicies); by default such boxes fail"},
 			{Name: ParamRequestRatio, Env: "SWERVE_K8S_REQUEST_RATIO", Default: "1", Usage: "k8s: CPU and memory requests as a fraction of the limits (--cpus, --memory_mb); 1 requests all of it"},
 		},
 	})
@@ -125,6 +127,9 @@ type Config struct {
 	// RequestRatio sets requests to this fraction of the limits; zero
 	// means 1.
 	RequestRatio float64
+	// AllowNetwork lets network-less boxes open on a cluster that does
+	// not cut their pods off (see ErrNetworkOpen).
+	AllowNetwork bool
 }
 
 // Toleration is one toleration of every pod: Key (empty: any key) with
@@ -146,6 +151,11 @@ func ConfigFromOptions(opts sandbox.Options) (Config, error) {
 		ShimImagePath:  opts.Param(ParamShimImagePath),
 	}
 	var err error
+	if v := opts.Param(ParamAllowNetwork); v != "" {
+		if cfg.AllowNetwork, err = strconv.ParseBool(v); err != nil {
+			return Config{}, fmt.Errorf("k8s: --%s %q: want true or false", ParamAllowNetwork, v)
+		}
+	}
 	if cfg.NodeSelector, err = ParseSelector(opts.Param(ParamNodeSelector)); err != nil {
 		return Config{}, fmt.Errorf("k8s: --%s: %w", ParamNodeSelector, err)
 	}
@@ -230,6 +240,9 @@ type Backend struct {
 
 	policyOnce sync.Once
 	policyErr  error
+
+	isoMu sync.Mutex
+	iso   isolation
 }
 
 var _ sandbox.Collector = (*Backend)(nil)
