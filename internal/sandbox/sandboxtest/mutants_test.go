@@ -56,6 +56,7 @@ func TestMutants(t *testing.T) {
 		{"no-sweep", box("Contain", "ParentWatcher")},
 		{"no-sweep", box("Contain", "Cancel")},
 		{"no-kill-others", box("Contain", "KillOthers")},
+		{"claims-isolation", "Network/NoneIsolated"},
 	} {
 		t.Run(m.bug+"/"+m.subtest, func(t *testing.T) {
 			t.Parallel()

@@ -43,7 +43,13 @@ import (
 const Label = "swerve.e2blocal"
 
 // InternalNetwork is the Docker network of sandboxes created without
-// internet access: reachable from this machine, with no route out.
+// internet access: reachable from this machine, with no route out. It
+// does not cut them off from this machine, though: a sandbox on it
+// connects to any of the machine's addresses (the network's gateway is
+// one), so whatever listens on all interfaces here is open to it (the
+// plane itself listens on the loopback only). Sandboxes on it also reach
+// each other; each envd's access token is what keeps one from driving
+// another's (TestSandboxCannotDriveAnother).
 const InternalNetwork = "swerve-e2blocal-internal"
 
 // Config configures a plane.
