@@ -20,8 +20,10 @@ type Registration struct {
 	// does that.
 	New func(ctx context.Context, opts Options) (Backend, error)
 	// Probe reports whether the backend can be used here (engine reachable),
-	// with a reason when it cannot. Nil means always available.
-	Probe func(ctx context.Context) error
+	// with a reason when it cannot, under the settings New would get (a
+	// --k8s_kubeconfig given as a flag is in opts.Params). Nil means always
+	// available.
+	Probe func(ctx context.Context, opts Options) error
 	// Aliases are other names --backend accepts for it (upstream's
 	// spellings: "kubernetes" for "k8s", "singularity" for "apptainer").
 	Aliases []string
@@ -226,11 +228,12 @@ func Missing() []string {
 // Check says before any task starts whether --backend name can be used:
 // an unknown name, a backend this build does not have, and an explicitly
 // named backend that does not answer are one error each. "auto" (or "")
-// passes when some backend of AutoOrder answers. It returns the backend
-// auto would choose, or name.
-func Check(ctx context.Context, name string) (string, error) {
+// passes when some backend of AutoOrder answers. Probes see opts, the
+// settings the backend will be created with. It returns the backend auto
+// would choose, or name.
+func Check(ctx context.Context, name string, opts Options) (string, error) {
 	if name == "" || name == "auto" {
-		got, _, err := Resolve(ctx, name)
+		got, _, err := Resolve(ctx, name, opts)
 		return got, err
 	}
 	r, err := lookupKnown(name)
@@ -238,7 +241,7 @@ func Check(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	if r.Probe != nil {
-		if err := r.Probe(ctx); err != nil {
+		if err := r.Probe(ctx, opts); err != nil {
 			return "", fmt.Errorf("--backend %s: not available here: %w", name, err)
 		}
 	}
@@ -272,9 +275,9 @@ func (e *backendError) Unwrap() error { return e.kind }
 var AutoOrder = []string{"docker", "local"}
 
 // Resolve turns "auto" (or "") into the first backend of AutoOrder whose
-// probe succeeds, and checks any other name exists. It returns the chosen
-// name and, for auto, why earlier backends were passed over.
-func Resolve(ctx context.Context, name string) (string, []string, error) {
+// probe succeeds under opts, and checks any other name exists. It returns
+// the chosen name and, for auto, why earlier backends were passed over.
+func Resolve(ctx context.Context, name string, opts Options) (string, []string, error) {
 	if name != "" && name != "auto" {
 		_, err := lookupKnown(name)
 		return Canonical(name), nil, err
@@ -288,7 +291,7 @@ func Resolve(ctx context.Context, name string) (string, []string, error) {
 		if r.Probe == nil {
 			return n, skipped, nil
 		}
-		if err := r.Probe(ctx); err != nil {
+		if err := r.Probe(ctx, opts); err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", n, err))
 			continue
 		}

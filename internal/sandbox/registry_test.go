@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,7 +33,7 @@ func withRegistry(t *testing.T, order []string, regs ...*Registration) {
 func reg(name string, probe error) *Registration {
 	r := &Registration{Name: name, New: func(context.Context, Options) (Backend, error) { return nopBackend{}, nil }}
 	if probe != nil {
-		r.Probe = func(context.Context) error { return probe }
+		r.Probe = func(context.Context, Options) error { return probe }
 	}
 	return r
 }
@@ -57,7 +58,7 @@ func TestResolve(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			withRegistry(t, []string{"docker", "local"}, tt.regs...)
-			got, skipped, err := Resolve(context.Background(), tt.ask)
+			got, skipped, err := Resolve(context.Background(), tt.ask, Options{})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && got != tt.want) || len(skipped) != tt.wantSkipped {
 				t.Errorf("Resolve(%q) = %q, %v, %v; want %q, %d skipped, %v", tt.ask, got, skipped, err, tt.want, tt.wantSkipped, tt.wantErr)
 			}
@@ -106,7 +107,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			withRegistry(t, []string{"docker", "local"}, tt.regs...)
-			got, err := Check(context.Background(), tt.ask)
+			got, err := Check(context.Background(), tt.ask, Options{})
 			if !errors.Is(err, tt.wantErr) || got != tt.want || (tt.msg != "" && !strings.Contains(err.Error(), tt.msg)) {
 				t.Errorf("Check(%q) = %q, %v; want %q, %v (%q)", tt.ask, got, err, tt.want, tt.wantErr, tt.msg)
 			}
@@ -114,5 +115,30 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check(%q): error is not one line: %q", tt.ask, err)
 			}
 		})
+	}
+}
+
+// TestProbeSeesOptions: Check and Resolve hand a probe the settings the
+// backend will be created with.
+func TestProbeSeesOptions(t *testing.T) {
+	var got []string
+	r := reg("docker", nil)
+	r.Probe = func(_ context.Context, opts Options) error {
+		got = append(got, opts.Param("docker_where"))
+		return nil
+	}
+	withRegistry(t, []string{"docker", "local"}, r, reg("local", nil))
+	opts := Options{Params: map[string]string{"docker_where": "there"}}
+	if _, err := Check(context.Background(), "docker", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(context.Background(), "auto", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Resolve(context.Background(), "", opts); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"there", "there", "there"}; !slices.Equal(got, want) {
+		t.Errorf("probes saw %q, want %q", got, want)
 	}
 }

@@ -58,8 +58,8 @@ func init() {
 		New: func(ctx context.Context, opts sandbox.Options) (sandbox.Backend, error) {
 			return New(ctx, ConfigFromOptions(opts))
 		},
-		Probe: func(ctx context.Context) error {
-			if os.Getenv("E2B_API_KEY") == "" {
+		Probe: func(_ context.Context, opts sandbox.Options) error {
+			if ConfigFromOptions(opts).APIKey == "" {
 				return errMissingKey
 			}
 			return nil
