@@ -46,7 +46,7 @@ const (
 )
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+missingBackends())
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", "))
 	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
 	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
@@ -96,16 +96,6 @@ func (pf paramFlags) values() map[string]string {
 		}
 	}
 	return params
-}
-
-// missingBackends ends --backend's help with the upstream names this build
-// has no backend for.
-func missingBackends() string {
-	m := sandbox.Missing()
-	if len(m) == 0 {
-		return ""
-	}
-	return "; not in this build: " + strings.Join(m, ", ")
 }
 
 // options are the sandbox.Options every box of this command is opened with.

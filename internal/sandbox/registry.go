@@ -197,37 +197,24 @@ func New(ctx context.Context, name string, opts Options) (Backend, error) {
 	return b, nil
 }
 
-// Planned names backends swerve knows of but this build does not have, with
-// upstream's spellings: --backend kubernetes (upstream's default) is refused
-// with a line that says so rather than failing every task.
-var Planned = map[string]string{
-	"kubernetes":  "kubernetes",
-	"k8s":         "kubernetes",
-	"apptainer":   "apptainer",
-	"singularity": "apptainer",
-	"e2b":         "e2b",
-}
-
 // Known lists what --backend accepts here: auto and the registered
-// backends.
-func Known() []string { return append([]string{"auto"}, Names()...) }
-
-// Missing lists the Planned names (aliases included) this build has no
-// backend for, sorted.
-func Missing() []string {
-	var out []string
-	for n := range Planned {
-		if _, err := Lookup(n); err != nil {
-			out = append(out, n)
+// backends, each with its aliases ("k8s (kubernetes)").
+func Known() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := []string{"auto"}
+	for _, n := range namesLocked() {
+		if a := backends[n].Aliases; len(a) > 0 {
+			n += " (" + strings.Join(a, ", ") + ")"
 		}
+		out = append(out, n)
 	}
-	sort.Strings(out)
 	return out
 }
 
 // Check says before any task starts whether --backend name can be used:
-// an unknown name, a backend this build does not have, and an explicitly
-// named backend that does not answer are one error each. "auto" (or "")
+// an unknown name and an explicitly named backend that does not answer are
+// one error each. "auto" (or "")
 // passes when some backend of AutoOrder answers. Probes see opts, the
 // settings the backend will be created with. It returns the backend auto
 // would choose, or name.
@@ -248,21 +235,18 @@ func Check(ctx context.Context, name string, opts Options) (string, error) {
 	return Canonical(name), nil
 }
 
-// lookupKnown is Lookup with the error a user should see for a name this
-// build lacks.
+// lookupKnown is Lookup with the error a user should see for a name no
+// backend (or alias) has: one line listing what --backend accepts.
 func lookupKnown(name string) (*Registration, error) {
 	r, err := Lookup(name)
 	if err == nil {
 		return r, nil
 	}
-	if p, ok := Planned[name]; ok {
-		return nil, &backendError{fmt.Sprintf("--backend %s: the %s backend is not available in this build (available: %s)", name, p, strings.Join(Known(), ", ")), ErrUnavailable}
-	}
 	return nil, &backendError{fmt.Sprintf("--backend %s: unknown backend (available: %s)", name, strings.Join(Known(), ", ")), ErrNotFound}
 }
 
 // backendError is a --backend the user can fix: its line, and the kind
-// (ErrNotFound, ErrUnavailable) for errors.Is, which the line leaves out.
+// (ErrNotFound) for errors.Is, which the line leaves out.
 type backendError struct {
 	msg  string
 	kind error

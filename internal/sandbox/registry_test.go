@@ -38,6 +38,17 @@ func reg(name string, probe error) *Registration {
 	return r
 }
 
+// regAlias is reg with aliases; probe, when given, is its probe's error.
+func regAlias(name, alias string, probe ...error) *Registration {
+	var err error
+	if len(probe) > 0 {
+		err = probe[0]
+	}
+	r := reg(name, err)
+	r.Aliases = []string{alias}
+	return r
+}
+
 func TestResolve(t *testing.T) {
 	down := errors.New("engine down")
 	tests := []struct {
@@ -53,7 +64,8 @@ func TestResolve(t *testing.T) {
 		{"auto skips a dead engine", []*Registration{reg("docker", down), reg("local", nil)}, "", "local", 1, nil},
 		{"auto with nothing available", []*Registration{reg("docker", down)}, "auto", "", 1, ErrUnavailable},
 		{"unknown name", []*Registration{reg("local", nil)}, "podmann", "", 0, ErrNotFound},
-		{"planned name", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrUnavailable},
+		{"alias", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernetes", "k8s", 0, nil},
+		{"a backend not registered", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -98,11 +110,11 @@ func TestCheck(t *testing.T) {
 		{"registered and up", []*Registration{reg("docker", nil), reg("local", nil)}, "docker", "docker", nil, ""},
 		{"auto falls back", []*Registration{reg("docker", down), reg("local", nil)}, "auto", "local", nil, ""},
 		{"named but down", []*Registration{reg("docker", down), reg("local", nil)}, "docker", "", down, "--backend docker: not available here: engine down"},
-		{"upstream's default", []*Registration{reg("docker", nil), reg("local", nil)}, "kubernetes", "", ErrUnavailable, "--backend kubernetes: the kubernetes backend is not available in this build (available: auto, docker, local)"},
-		{"k8s", []*Registration{reg("local", nil)}, "k8s", "", ErrUnavailable, "the kubernetes backend is not available in this build"},
-		{"apptainer", []*Registration{reg("local", nil)}, "apptainer", "", ErrUnavailable, "the apptainer backend is not available in this build"},
-		{"e2b", []*Registration{reg("local", nil)}, "e2b", "", ErrUnavailable, "the e2b backend is not available in this build"},
+		{"alias", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernetes", "k8s", nil, ""},
+		{"alias of a backend that does not answer", []*Registration{reg("docker", nil), regAlias("k8s", "kubernetes", down)}, "kubernetes", "", down, "--backend kubernetes: not available here: engine down"},
+		{"a backend not registered", []*Registration{reg("docker", nil), reg("local", nil)}, "kubernetes", "", ErrNotFound, "--backend kubernetes: unknown backend (available: auto, docker, local)"},
 		{"typo", []*Registration{reg("docker", nil), reg("local", nil)}, "dokcer", "", ErrNotFound, "--backend dokcer: unknown backend (available: auto, docker, local)"},
+		{"typo lists aliases", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernets", "", ErrNotFound, "--backend kubernets: unknown backend (available: auto, k8s (kubernetes), local)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
