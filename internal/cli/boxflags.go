@@ -31,7 +31,7 @@ type boxFlags struct {
 	Unhardened bool
 	// Params holds the registered backends' own settings (sandbox.Param),
 	// one flag each.
-	Params map[string]*string
+	Params paramFlags
 	// warm, when set (--prewarm), opens boxes through warm pools.
 	warm *warmPools
 }
@@ -46,7 +46,7 @@ const (
 )
 
 func (f *boxFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", ")+missingBackends())
+	fs.StringVar(&f.Backend, "backend", "auto", "sandbox backend: auto (docker when the task has an image and an engine answers, else local), "+strings.Join(sandbox.Names(), ", "))
 	fs.StringVar(&f.Pull, "pull", sandbox.PullMissing, "when to pull the task's image: missing, always, never")
 	fs.StringVar(&f.Network, "network", sandbox.NetworkNone, "box network: none, bridge, host")
 	fs.StringVar(&f.Image, "image", "", "use this image instead of the task's")
@@ -57,7 +57,16 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.PIDs, "pids", DefaultPIDs, "container box: process limit (0: none)")
 	fs.StringSliceVar(&f.CapAdd, "cap_add", nil, "container box: Linux capabilities to add to the minimal set boxes keep ("+strings.Join(docker.MinimalCaps, ",")+"), e.g. SYS_PTRACE")
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
-	f.Params = map[string]*string{}
+	f.Params = registerParams(fs)
+}
+
+// paramFlags are the registered backends' own settings (sandbox.Param) as
+// flags, by name.
+type paramFlags map[string]*string
+
+// registerParams adds a flag for every registered backend setting.
+func registerParams(fs *pflag.FlagSet) paramFlags {
+	pf := paramFlags{}
 	for _, p := range sandbox.Params() {
 		// The flag itself defaults to empty, so that an unset flag gives
 		// way to the environment variable, then to the default
@@ -73,65 +82,50 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 		if len(notes) > 0 {
 			usage += " (" + strings.Join(notes, "; ") + ")"
 		}
-		f.Params[p.Name] = fs.String(p.Name, "", usage)
+		pf[p.Name] = fs.String(p.Name, "", usage)
 	}
+	return pf
 }
 
-// missingBackends ends --backend's help with the upstream names this build
-// has no backend for.
-func missingBackends() string {
-	m := sandbox.Missing()
-	if len(m) == 0 {
-		return ""
-	}
-	return "; not in this build: " + strings.Join(m, ", ")
-}
-
-// options are the sandbox.Options every box of this command is opened with.
-func (f *boxFlags) options() sandbox.Options {
-	params := make(map[string]string, len(f.Params))
-	for name, v := range f.Params {
+// values are the settings given (sandbox.Options.Params).
+func (pf paramFlags) values() map[string]string {
+	params := make(map[string]string, len(pf))
+	for name, v := range pf {
 		if v != nil && *v != "" {
 			params[name] = *v
 		}
 	}
-	// SWERVE_SHIM_BINARY names another static swerve to run inside boxes
-	// (for a dynamically linked build, or tests).
-	return sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY"), Params: params}
+	return params
 }
 
-// exportParams sets the environment variable of every backend setting
-// given as a flag, so that a backend's probe, which sees no flags, checks
-// what the boxes will use (--apptainer_binary, ...).
-func (f *boxFlags) exportParams() {
-	for name, v := range f.Params {
-		if p, ok := sandbox.LookupParam(name); ok && p.Env != "" && v != nil && *v != "" && *v != p.Default {
-			os.Setenv(p.Env, *v)
-		}
-	}
+// options are the sandbox.Options every box of this command is opened with.
+func (f *boxFlags) options() sandbox.Options {
+	// SWERVE_SHIM_BINARY names another static swerve to run inside boxes
+	// (for a dynamically linked build, or tests).
+	return sandbox.Options{RunID: "cli-" + strconv.Itoa(os.Getpid()), ShimPath: os.Getenv("SWERVE_SHIM_BINARY"), Params: f.Params.values()}
 }
 
 // check refuses an unknown --backend, or one this build does not have,
 // before anything starts; with probe it also asks the named backend (or
 // auto's choice) whether it answers, for commands that open many boxes.
+// Probes see the backend settings given as flags (f.options), as the boxes
+// will.
 func (f *boxFlags) check(ctx context.Context, probe bool) error {
-	f.exportParams()
 	if !probe {
 		if f.Backend == "" || f.Backend == "auto" {
 			return nil
 		}
-		_, _, err := sandbox.Resolve(ctx, f.Backend)
+		_, _, err := sandbox.Resolve(ctx, f.Backend, f.options())
 		return err
 	}
-	_, err := sandbox.Check(ctx, f.Backend)
+	_, err := sandbox.Check(ctx, f.Backend, f.options())
 	return err
 }
 
 // resolve is check with probe, returning the backend --backend names, or
 // the one auto picks for tasks with an image.
 func (f *boxFlags) resolve(ctx context.Context) (string, error) {
-	f.exportParams()
-	return sandbox.Check(ctx, f.Backend)
+	return sandbox.Check(ctx, f.Backend, f.options())
 }
 
 // openRepo opens t's box and finds the repository in it (--workdir, else
@@ -178,7 +172,7 @@ func (f *boxFlags) boxSpec(ctx context.Context, t task.Task, stderr io.Writer) (
 	if (backend == "" || backend == "auto") && t.Image == "" && f.Image == "" && (t.SourceDir != "" || f.Source != "") {
 		backend = "local" // nothing to start a container from, but a directory to copy
 	}
-	name, skipped, err := sandbox.Resolve(ctx, backend)
+	name, skipped, err := sandbox.Resolve(ctx, backend, f.options())
 	if err != nil {
 		return "", sandbox.Spec{}, err
 	}

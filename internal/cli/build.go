@@ -176,7 +176,7 @@ func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 	if err != nil {
 		return err
 	}
-	cleanupOrphans(ctx, stderr)
+	cleanupOrphans(ctx, sandbox.Options{}, stderr)
 
 	prog := newReporter(stdout, stderr, bf.JSON, len(res.Tasks), "swerve build", "proven")
 	events := func(e build.Event) { prog.report(e, buildLine(e), counts{e.Done, e.Total, e.Running, e.Succeeded}) }

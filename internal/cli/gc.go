@@ -30,6 +30,7 @@ type gcItem struct {
 func newGCCmd() *cobra.Command {
 	var all, dryRun, asJSON bool
 	var run string
+	var params paramFlags
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove the boxes a killed swerve left behind",
@@ -44,7 +45,8 @@ it removed. Boxes of swerve processes that still run are left alone unless
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			items, err := collectGarbage(ctx, all, dryRun, run, cmd.ErrOrStderr())
+			opts := sandbox.Options{Params: params.values()}
+			items, err := collectGarbage(ctx, opts, all, dryRun, run, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -87,12 +89,16 @@ it removed. Boxes of swerve processes that still run are left alone unless
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
 	cmd.Flags().StringVar(&run, "run", "", "only boxes of this run id")
+	// The backends' settings say where their boxes are (--k8s_kubeconfig,
+	// --k8s_namespace, ...), as for the command that made them.
+	params = registerParams(cmd.Flags())
 	return cmd
 }
 
 // collectGarbage finds (and unless dryRun removes) the boxes of swerve
-// processes that are gone; all includes live owners' boxes too.
-func collectGarbage(ctx context.Context, all, dryRun bool, run string, warn io.Writer) ([]gcItem, error) {
+// processes that are gone; all includes live owners' boxes too. opts holds
+// the backends' settings.
+func collectGarbage(ctx context.Context, opts sandbox.Options, all, dryRun bool, run string, warn io.Writer) ([]gcItem, error) {
 	var items []gcItem
 	if err := docker.Probe(ctx); err != nil {
 		fmt.Fprintf(warn, "swerve gc: skipping containers: %v\n", err)
@@ -130,7 +136,7 @@ func collectGarbage(ctx context.Context, all, dryRun bool, run string, warn io.W
 			items = append(items, it)
 		}
 	}
-	items = append(items, collectRegistered(ctx, all, dryRun, run, warn)...)
+	items = append(items, collectRegistered(ctx, opts, all, dryRun, run, warn)...)
 	left, err := local.Leftovers(ctx, "", all)
 	if err != nil {
 		return items, err
@@ -153,8 +159,9 @@ func collectGarbage(ctx context.Context, all, dryRun bool, run string, warn io.W
 }
 
 // collectRegistered runs gc on every other registered backend that keeps
-// boxes outside this process (sandbox.Collector) and answers here.
-func collectRegistered(ctx context.Context, all, dryRun bool, run string, warn io.Writer) []gcItem {
+// boxes outside this process (sandbox.Collector) and answers here under
+// opts (probed and created with the same settings).
+func collectRegistered(ctx context.Context, opts sandbox.Options, all, dryRun bool, run string, warn io.Writer) []gcItem {
 	var items []gcItem
 	for _, name := range sandbox.Names() {
 		if name == docker.Name || name == local.Name {
@@ -165,11 +172,11 @@ func collectRegistered(ctx context.Context, all, dryRun bool, run string, warn i
 			continue
 		}
 		if r.Probe != nil {
-			if err := r.Probe(ctx); err != nil {
+			if err := r.Probe(ctx, opts); err != nil {
 				continue // not configured here: nothing of ours can be there
 			}
 		}
-		b, err := r.New(ctx, sandbox.Options{})
+		b, err := r.New(ctx, opts)
 		if err != nil {
 			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
 			continue
@@ -199,9 +206,10 @@ func collectRegistered(ctx context.Context, all, dryRun bool, run string, warn i
 }
 
 // cleanupOrphans removes what killed swerve processes left behind, saying
-// what it removed; failures are only reported.
-func cleanupOrphans(ctx context.Context, w io.Writer) {
-	items, err := collectGarbage(ctx, false, false, "", io.Discard)
+// what it removed; failures are only reported. opts holds the backends'
+// settings the command was given.
+func cleanupOrphans(ctx context.Context, opts sandbox.Options, w io.Writer) {
+	items, err := collectGarbage(ctx, opts, false, false, "", io.Discard)
 	if err != nil {
 		fmt.Fprintf(w, "swerve: cleaning up earlier runs' boxes: %v\n", err)
 		return

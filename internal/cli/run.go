@@ -236,7 +236,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 	}
 	// Boxes a killed earlier run left behind go first.
-	cleanupOrphans(ctx, stderr)
+	cleanupOrphans(ctx, bf.options(), stderr)
 
 	closeWarm, err := bf.setPrewarm(rf.Prewarm)
 	if err != nil {

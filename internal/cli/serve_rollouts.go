@@ -75,7 +75,7 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 	}
 	ro.tasks = serve.NewTasks(dataset)
 	ro.dataset = dataset
-	cleanupOrphans(ctx, ro.stderr)
+	cleanupOrphans(ctx, bf.options(), ro.stderr)
 	return ro, nil
 }
 

@@ -148,11 +148,12 @@ type imagePreparer interface {
 // time, as upstream's --prepull_images does. Images that fail are listed;
 // their tasks then fail at opening their box, as without the flag.
 func prepull(ctx context.Context, bf *boxFlags, tasks []task.Task, workers int, stderr io.Writer) error {
-	name, _, err := sandbox.Resolve(ctx, bf.Backend)
+	opts := bf.options()
+	name, _, err := sandbox.Resolve(ctx, bf.Backend, opts)
 	if err != nil {
 		return err
 	}
-	b, err := sandbox.New(ctx, name, bf.options())
+	b, err := sandbox.New(ctx, name, opts)
 	if err != nil {
 		return err
 	}

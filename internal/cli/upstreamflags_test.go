@@ -19,11 +19,13 @@ import (
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
-// TestRunRefusesBeforeStarting: upstream flags swerve does not do, and
-// backends it does not have, are one line each before any task starts:
-// --traj_dir is not even made.
+// TestRunRefusesBeforeStarting: upstream flags swerve does not do, unknown
+// backends and backends that cannot be used here are one line each before
+// any task starts: --traj_dir is not even made.
 func TestRunRefusesBeforeStarting(t *testing.T) {
 	data := tasksSampleDataset(t)
+	noKubeconfig := filepath.Join(t.TempDir(), "no-kubeconfig")
+	t.Setenv("E2B_API_KEY", "")
 	cfg := filepath.Join(t.TempDir(), "args.yaml")
 	if err := os.WriteFile(cfg, []byte("k: 1\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -42,11 +44,12 @@ func TestRunRefusesBeforeStarting(t *testing.T) {
 		{[]string{"--root_mode", "False"}, "--root_mode False: upstream then expects its tools preinstalled at /opt/tools"},
 		{[]string{"--max_iterations", "0"}, "--max_iterations 0: want 1 or more"},
 		{[]string{"--max_iterations", "2", "--run_golden"}, "--run_golden runs no episode to repeat"},
-		{[]string{"--backend", "kubernetes"}, "--backend kubernetes: the kubernetes backend is not available in this build (available: auto,"},
-		{[]string{"--backend", "k8s"}, "the kubernetes backend is not available in this build"},
-		{[]string{"--backend", "apptainer"}, "the apptainer backend is not available in this build"},
-		{[]string{"--backend", "e2b"}, "the e2b backend is not available in this build"},
-		{[]string{"--backend", "lokal"}, "--backend lokal: unknown backend (available: auto,"},
+		// Upstream's names are the real backends', whose probes see the
+		// flags.
+		{[]string{"--backend", "kubernetes", "--k8s_kubeconfig", noKubeconfig}, "--backend kubernetes: not available here: k8s: no cluster configured"},
+		{[]string{"--backend", "singularity", "--apptainer_binary", "/nonexistent/apptainer"}, "--backend singularity: not available here: --apptainer_binary /nonexistent/apptainer: no such program"},
+		{[]string{"--backend", "e2b"}, "--backend e2b: not available here: E2B_API_KEY is not set"},
+		{[]string{"--backend", "lokal"}, "--backend lokal: unknown backend (available: auto, apptainer (singularity), docker, e2b, k8s (kubernetes), local"},
 		{[]string{"--args_path", cfg}, `unknown field "k"`},
 		{[]string{"--args_path", badTool, "--scaffold", "r2egym"}, `command file "browser": scaffold r2egym has no tool of that name (it has file_editor, execute_bash, search, finish)`},
 		{[]string{"--use_existing", "maybe"}, "want True or False"},
@@ -66,10 +69,12 @@ func TestRunRefusesBeforeStarting(t *testing.T) {
 	}
 }
 
-// TestBackendCheckedByEveryCommand: every command with --backend refuses
-// upstream's default kubernetes at once.
+// TestBackendCheckedByEveryCommand: every command with --backend takes
+// upstream's default kubernetes as the k8s backend, with the cluster its
+// --k8s_kubeconfig names, and fails at once when there is none.
 func TestBackendCheckedByEveryCommand(t *testing.T) {
 	data := tasksSampleDataset(t)
+	noKubeconfig := filepath.Join(t.TempDir(), "no-kubeconfig")
 	id := "sample__calc-1"
 	preds := filepath.Join(t.TempDir(), "preds.json")
 	os.WriteFile(preds, []byte(`{"sample__calc-1":{"instance_id":"sample__calc-1","model_name_or_path":"m","model_patch":"x"}}`), 0o644)
@@ -83,12 +88,28 @@ func TestBackendCheckedByEveryCommand(t *testing.T) {
 		{"run", "--dataset", data, "--llm_name", "oracle/gold", "--traj_dir", t.TempDir()},
 	} {
 		t.Run(args[0], func(t *testing.T) {
+			// The sample tasks have no image; a pod needs one. Flags go
+			// before exec's "--".
+			flags := []string{"--k8s_kubeconfig", noKubeconfig, "--image", "swerve.test/none:1"}
 			if !slices.Contains(args, "kubernetes") {
-				args = append(args, "--backend", "kubernetes")
+				flags = append(flags, "--backend", "kubernetes")
 			}
-			_, _, err := execTasksCLI(t, args...)
-			if err == nil || !strings.Contains(err.Error(), "--backend kubernetes: the kubernetes backend is not available in this build") {
-				t.Fatalf("%s: err %v", args[0], err)
+			at := len(args)
+			if i := slices.Index(args, "--"); i >= 0 {
+				at = i
+			}
+			args = slices.Concat(args[:at:at], flags, args[at:])
+			_, stderr, err := execTasksCLI(t, args...)
+			if err == nil {
+				t.Fatalf("%s: no error", args[0])
+			}
+			// A command that reports per task says it on stderr.
+			said := err.Error()
+			if ee, ok := err.(exitError); ok {
+				said = strings.TrimSpace(stderr) + " " + ee.Error()
+			}
+			if !strings.Contains(said, "k8s: no cluster configured") || !strings.Contains(said, noKubeconfig) {
+				t.Fatalf("%s: err %v (stderr %q); want a line saying the kubeconfig given holds no cluster", args[0], err, stderr)
 			}
 		})
 	}

@@ -20,8 +20,10 @@ type Registration struct {
 	// does that.
 	New func(ctx context.Context, opts Options) (Backend, error)
 	// Probe reports whether the backend can be used here (engine reachable),
-	// with a reason when it cannot. Nil means always available.
-	Probe func(ctx context.Context) error
+	// with a reason when it cannot, under the settings New would get (a
+	// --k8s_kubeconfig given as a flag is in opts.Params). Nil means always
+	// available.
+	Probe func(ctx context.Context, opts Options) error
 	// Aliases are other names --backend accepts for it (upstream's
 	// spellings: "kubernetes" for "k8s", "singularity" for "apptainer").
 	Aliases []string
@@ -195,42 +197,30 @@ func New(ctx context.Context, name string, opts Options) (Backend, error) {
 	return b, nil
 }
 
-// Planned names backends swerve knows of but this build does not have, with
-// upstream's spellings: --backend kubernetes (upstream's default) is refused
-// with a line that says so rather than failing every task.
-var Planned = map[string]string{
-	"kubernetes":  "kubernetes",
-	"k8s":         "kubernetes",
-	"apptainer":   "apptainer",
-	"singularity": "apptainer",
-	"e2b":         "e2b",
-}
-
 // Known lists what --backend accepts here: auto and the registered
-// backends.
-func Known() []string { return append([]string{"auto"}, Names()...) }
-
-// Missing lists the Planned names (aliases included) this build has no
-// backend for, sorted.
-func Missing() []string {
-	var out []string
-	for n := range Planned {
-		if _, err := Lookup(n); err != nil {
-			out = append(out, n)
+// backends, each with its aliases ("k8s (kubernetes)").
+func Known() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	out := []string{"auto"}
+	for _, n := range namesLocked() {
+		if a := backends[n].Aliases; len(a) > 0 {
+			n += " (" + strings.Join(a, ", ") + ")"
 		}
+		out = append(out, n)
 	}
-	sort.Strings(out)
 	return out
 }
 
 // Check says before any task starts whether --backend name can be used:
-// an unknown name, a backend this build does not have, and an explicitly
-// named backend that does not answer are one error each. "auto" (or "")
-// passes when some backend of AutoOrder answers. It returns the backend
-// auto would choose, or name.
-func Check(ctx context.Context, name string) (string, error) {
+// an unknown name and an explicitly named backend that does not answer are
+// one error each. "auto" (or "")
+// passes when some backend of AutoOrder answers. Probes see opts, the
+// settings the backend will be created with. It returns the backend auto
+// would choose, or name.
+func Check(ctx context.Context, name string, opts Options) (string, error) {
 	if name == "" || name == "auto" {
-		got, _, err := Resolve(ctx, name)
+		got, _, err := Resolve(ctx, name, opts)
 		return got, err
 	}
 	r, err := lookupKnown(name)
@@ -238,28 +228,25 @@ func Check(ctx context.Context, name string) (string, error) {
 		return "", err
 	}
 	if r.Probe != nil {
-		if err := r.Probe(ctx); err != nil {
+		if err := r.Probe(ctx, opts); err != nil {
 			return "", fmt.Errorf("--backend %s: not available here: %w", name, err)
 		}
 	}
 	return Canonical(name), nil
 }
 
-// lookupKnown is Lookup with the error a user should see for a name this
-// build lacks.
+// lookupKnown is Lookup with the error a user should see for a name no
+// backend (or alias) has: one line listing what --backend accepts.
 func lookupKnown(name string) (*Registration, error) {
 	r, err := Lookup(name)
 	if err == nil {
 		return r, nil
 	}
-	if p, ok := Planned[name]; ok {
-		return nil, &backendError{fmt.Sprintf("--backend %s: the %s backend is not available in this build (available: %s)", name, p, strings.Join(Known(), ", ")), ErrUnavailable}
-	}
 	return nil, &backendError{fmt.Sprintf("--backend %s: unknown backend (available: %s)", name, strings.Join(Known(), ", ")), ErrNotFound}
 }
 
 // backendError is a --backend the user can fix: its line, and the kind
-// (ErrNotFound, ErrUnavailable) for errors.Is, which the line leaves out.
+// (ErrNotFound) for errors.Is, which the line leaves out.
 type backendError struct {
 	msg  string
 	kind error
@@ -272,9 +259,9 @@ func (e *backendError) Unwrap() error { return e.kind }
 var AutoOrder = []string{"docker", "local"}
 
 // Resolve turns "auto" (or "") into the first backend of AutoOrder whose
-// probe succeeds, and checks any other name exists. It returns the chosen
-// name and, for auto, why earlier backends were passed over.
-func Resolve(ctx context.Context, name string) (string, []string, error) {
+// probe succeeds under opts, and checks any other name exists. It returns
+// the chosen name and, for auto, why earlier backends were passed over.
+func Resolve(ctx context.Context, name string, opts Options) (string, []string, error) {
 	if name != "" && name != "auto" {
 		_, err := lookupKnown(name)
 		return Canonical(name), nil, err
@@ -288,7 +275,7 @@ func Resolve(ctx context.Context, name string) (string, []string, error) {
 		if r.Probe == nil {
 			return n, skipped, nil
 		}
-		if err := r.Probe(ctx); err != nil {
+		if err := r.Probe(ctx, opts); err != nil {
 			skipped = append(skipped, fmt.Sprintf("%s: %v", n, err))
 			continue
 		}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -32,8 +33,19 @@ func withRegistry(t *testing.T, order []string, regs ...*Registration) {
 func reg(name string, probe error) *Registration {
 	r := &Registration{Name: name, New: func(context.Context, Options) (Backend, error) { return nopBackend{}, nil }}
 	if probe != nil {
-		r.Probe = func(context.Context) error { return probe }
+		r.Probe = func(context.Context, Options) error { return probe }
 	}
+	return r
+}
+
+// regAlias is reg with aliases; probe, when given, is its probe's error.
+func regAlias(name, alias string, probe ...error) *Registration {
+	var err error
+	if len(probe) > 0 {
+		err = probe[0]
+	}
+	r := reg(name, err)
+	r.Aliases = []string{alias}
 	return r
 }
 
@@ -52,12 +64,13 @@ func TestResolve(t *testing.T) {
 		{"auto skips a dead engine", []*Registration{reg("docker", down), reg("local", nil)}, "", "local", 1, nil},
 		{"auto with nothing available", []*Registration{reg("docker", down)}, "auto", "", 1, ErrUnavailable},
 		{"unknown name", []*Registration{reg("local", nil)}, "podmann", "", 0, ErrNotFound},
-		{"planned name", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrUnavailable},
+		{"alias", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernetes", "k8s", 0, nil},
+		{"a backend not registered", []*Registration{reg("local", nil)}, "k8s", "", 0, ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			withRegistry(t, []string{"docker", "local"}, tt.regs...)
-			got, skipped, err := Resolve(context.Background(), tt.ask)
+			got, skipped, err := Resolve(context.Background(), tt.ask, Options{})
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && got != tt.want) || len(skipped) != tt.wantSkipped {
 				t.Errorf("Resolve(%q) = %q, %v, %v; want %q, %d skipped, %v", tt.ask, got, skipped, err, tt.want, tt.wantSkipped, tt.wantErr)
 			}
@@ -97,16 +110,16 @@ func TestCheck(t *testing.T) {
 		{"registered and up", []*Registration{reg("docker", nil), reg("local", nil)}, "docker", "docker", nil, ""},
 		{"auto falls back", []*Registration{reg("docker", down), reg("local", nil)}, "auto", "local", nil, ""},
 		{"named but down", []*Registration{reg("docker", down), reg("local", nil)}, "docker", "", down, "--backend docker: not available here: engine down"},
-		{"upstream's default", []*Registration{reg("docker", nil), reg("local", nil)}, "kubernetes", "", ErrUnavailable, "--backend kubernetes: the kubernetes backend is not available in this build (available: auto, docker, local)"},
-		{"k8s", []*Registration{reg("local", nil)}, "k8s", "", ErrUnavailable, "the kubernetes backend is not available in this build"},
-		{"apptainer", []*Registration{reg("local", nil)}, "apptainer", "", ErrUnavailable, "the apptainer backend is not available in this build"},
-		{"e2b", []*Registration{reg("local", nil)}, "e2b", "", ErrUnavailable, "the e2b backend is not available in this build"},
+		{"alias", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernetes", "k8s", nil, ""},
+		{"alias of a backend that does not answer", []*Registration{reg("docker", nil), regAlias("k8s", "kubernetes", down)}, "kubernetes", "", down, "--backend kubernetes: not available here: engine down"},
+		{"a backend not registered", []*Registration{reg("docker", nil), reg("local", nil)}, "kubernetes", "", ErrNotFound, "--backend kubernetes: unknown backend (available: auto, docker, local)"},
 		{"typo", []*Registration{reg("docker", nil), reg("local", nil)}, "dokcer", "", ErrNotFound, "--backend dokcer: unknown backend (available: auto, docker, local)"},
+		{"typo lists aliases", []*Registration{regAlias("k8s", "kubernetes"), reg("local", nil)}, "kubernets", "", ErrNotFound, "--backend kubernets: unknown backend (available: auto, k8s (kubernetes), local)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			withRegistry(t, []string{"docker", "local"}, tt.regs...)
-			got, err := Check(context.Background(), tt.ask)
+			got, err := Check(context.Background(), tt.ask, Options{})
 			if !errors.Is(err, tt.wantErr) || got != tt.want || (tt.msg != "" && !strings.Contains(err.Error(), tt.msg)) {
 				t.Errorf("Check(%q) = %q, %v; want %q, %v (%q)", tt.ask, got, err, tt.want, tt.wantErr, tt.msg)
 			}
@@ -114,5 +127,30 @@ func TestCheck(t *testing.T) {
 				t.Errorf("Check(%q): error is not one line: %q", tt.ask, err)
 			}
 		})
+	}
+}
+
+// TestProbeSeesOptions: Check and Resolve hand a probe the settings the
+// backend will be created with.
+func TestProbeSeesOptions(t *testing.T) {
+	var got []string
+	r := reg("docker", nil)
+	r.Probe = func(_ context.Context, opts Options) error {
+		got = append(got, opts.Param("docker_where"))
+		return nil
+	}
+	withRegistry(t, []string{"docker", "local"}, r, reg("local", nil))
+	opts := Options{Params: map[string]string{"docker_where": "there"}}
+	if _, err := Check(context.Background(), "docker", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Check(context.Background(), "auto", opts); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Resolve(context.Background(), "", opts); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"there", "there", "there"}; !slices.Equal(got, want) {
+		t.Errorf("probes saw %q, want %q", got, want)
 	}
 }

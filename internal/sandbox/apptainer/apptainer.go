@@ -58,8 +58,8 @@ func init() {
 		New: func(ctx context.Context, opts sandbox.Options) (sandbox.Backend, error) {
 			return New(ctx, Config{Options: opts})
 		},
-		Probe: func(ctx context.Context) error {
-			_, err := findBinary(sandbox.Options{}.Param(ParamBinary))
+		Probe: func(_ context.Context, opts sandbox.Options) error {
+			_, err := findBinary(opts.Param(ParamBinary))
 			return err
 		},
 		Params: []sandbox.Param{

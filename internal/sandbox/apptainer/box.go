@@ -61,7 +61,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		workdir = "/"
 	}
 	name := b.newName()
-	box := &Box{b: b, name: name, image: spec.Image, env: slices.Clone(spec.Env), stderr: &shim.TailBuffer{}, state: filepath.Join(b.stateDir, name)}
+	box := &Box{b: b, name: name, image: spec.Image, Forward: shim.Forward{Env: slices.Clone(spec.Env)}, stderr: &shim.TailBuffer{}, state: filepath.Join(b.stateDir, name)}
 	defer func() {
 		if err != nil {
 			box.Close(context.WithoutCancel(ctx))
@@ -164,10 +164,13 @@ func (b *Backend) newName() string {
 
 // Box is one Apptainer instance.
 type Box struct {
+	// Forward carries commands, files, tools and shells to the helper,
+	// with the spec's Env under each request's (apptainer exec starts
+	// the helper with a clean environment).
+	shim.Forward
 	b       *Backend
 	name    string
 	image   string
-	env     []string
 	workdir string
 	drop    []string
 	state   string // host directory of the box's overlay, /tmp and owner file
@@ -175,7 +178,6 @@ type Box struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the helper's apptainer exec ended
 	stdin   io.WriteCloser
-	client  *shim.Client
 	stderr  *shim.TailBuffer
 
 	closeOnce sync.Once
@@ -186,6 +188,7 @@ var (
 	_ sandbox.Sandbox     = (*Box)(nil)
 	_ sandbox.Tooler      = (*Box)(nil)
 	_ sandbox.Interactive = (*Box)(nil)
+	_ sandbox.Shell       = (*Box)(nil)
 )
 
 // writeState makes the box's host directory and its owner file, which gc
@@ -246,11 +249,11 @@ func (b *Box) startShim(ctx context.Context, user, workdir string) error {
 	b.cmd, b.stdin = cmd, stdin
 	b.exited = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(b.exited) }()
-	b.client = shim.NewClient(stdout, stdin)
-	b.client.Describe = b.describe
+	b.Client = shim.NewClient(stdout, stdin)
+	b.Client.Describe = b.describe
 	hctx, cancel := context.WithTimeout(ctx, startTimeout)
 	defer cancel()
-	if _, err := b.client.Hello(hctx); err != nil {
+	if _, err := b.Client.Hello(hctx); err != nil {
 		// Let apptainer finish saying why before reading its stderr.
 		select {
 		case <-b.exited:
@@ -321,64 +324,12 @@ func (b *Box) describe(err error) error {
 	return fmt.Errorf("instance %s: %w", b.name, err)
 }
 
-// Exec runs a command through the helper, with the spec's Env under the
-// request's.
-func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	if b.client == nil {
-		return sandbox.ExecResult{}, sandbox.ErrClosed
-	}
-	if len(b.env) > 0 {
-		req.Env = slices.Concat(b.env, req.Env)
-	}
-	return b.client.Exec(ctx, req)
-}
-
-// WriteFile writes a file in the box through the helper.
-func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
-	if b.client == nil {
-		return sandbox.ErrClosed
-	}
-	return b.client.WriteFile(ctx, path, data, mode)
-}
-
-// ReadFile reads a file in the box through the helper.
-func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.ReadFile(ctx, path)
-}
-
-// Tool runs one of the helper's native tools in the box.
-func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
-	if b.client == nil {
-		return sandbox.ToolResult{}, sandbox.ErrClosed
-	}
-	res, err := b.client.Tool(ctx, req.Name, req.Args)
-	if err != nil {
-		return sandbox.ToolResult{}, err
-	}
-	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
-}
-
-// OpenShell starts a persistent shell in the instance, run by the helper,
-// with the box's environment.
-func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	if len(b.env) > 0 {
-		opts.Env = slices.Concat(b.env, opts.Env)
-	}
-	return b.client.OpenShell(ctx, opts)
-}
-
 // Close ends the helper, stops the instance and removes the box's state
 // directory. It is idempotent.
 func (b *Box) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		if b.client != nil {
-			b.client.Shutdown()
+		if b.Client != nil {
+			b.Client.Shutdown()
 		}
 		if b.cmd != nil {
 			// End of stdin makes the helper kill what it started and exit.
@@ -434,14 +385,14 @@ func removeAll(dir string) error {
 // command gets that terminal itself; Resize is then not needed and is
 // drained.
 func (b *Box) Attach(ctx context.Context, req sandbox.AttachRequest) (int, error) {
-	if b.client == nil {
+	if b.Client == nil {
 		return -1, sandbox.ErrClosed
 	}
 	argv := req.Cmd
 	if len(argv) == 0 {
 		argv = []string{"/bin/sh", "-c", "if command -v bash >/dev/null; then exec bash -l; else exec sh -l; fi"}
 	}
-	if env := slices.Concat(b.env, req.Env); len(env) > 0 {
+	if env := slices.Concat(b.Env, req.Env); len(env) > 0 {
 		argv = slices.Concat([]string{"env"}, env, argv)
 	}
 	args := []string{"exec", "--cleanenv", "--pwd", b.workdir}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -149,15 +148,15 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		}
 		pw.CloseWithError(err)
 	}()
-	box.client = shim.NewClient(pr, att.Conn)
-	box.client.Describe = box.describe
+	box.Client = shim.NewClient(pr, att.Conn)
+	box.Client.Describe = box.describe
 	if _, err := b.cli.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("docker: start container from %s: %w", spec.Image, classify(err))
 	}
-	if _, err := box.client.Hello(ctx); err != nil {
+	if _, err := box.Client.Hello(ctx); err != nil {
 		return nil, fmt.Errorf("docker: the helper in %s did not answer: %w", short(created.ID), err)
 	}
-	box.lifeline = box.client
+	box.lifeline = box.Client
 	if sockDir != "" {
 		box.useSocket(ctx)
 	}
@@ -282,7 +281,7 @@ func (b *Box) useSocket(ctx context.Context) {
 		conn.Close()
 		return
 	}
-	b.sock, b.client = conn, c
+	b.sock, b.Client = conn, c
 }
 
 // copyShimInto puts the helper binary into a created container, for engines
@@ -316,10 +315,10 @@ type Box struct {
 	env     []string
 	workdir string
 	conn    *client.HijackedResponse
-	// client carries requests: over the shared socket when there is one,
-	// else the attach stream. lifeline is the attach stream's client,
-	// whose end (the helper's exit) is the box's end.
-	client   *shim.Client
+	// Forward's Client carries requests: over the shared socket when
+	// there is one, else the attach stream. lifeline is the attach
+	// stream's client, whose end (the helper's exit) is the box's end.
+	shim.Forward
 	lifeline *shim.Client
 	sock     net.Conn
 	sockDir  string
@@ -349,56 +348,11 @@ func (b *Box) describe(err error) error {
 	return fmt.Errorf("container %s: %w", short(b.id), err)
 }
 
-// Exec runs a command through the helper.
-func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	if b.client == nil {
-		return sandbox.ExecResult{}, sandbox.ErrClosed
-	}
-	return b.client.Exec(ctx, req)
-}
-
-// WriteFile writes a file in the container through the helper.
-func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
-	if b.client == nil {
-		return sandbox.ErrClosed
-	}
-	return b.client.WriteFile(ctx, path, data, mode)
-}
-
-// ReadFile reads a file in the container through the helper.
-func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.ReadFile(ctx, path)
-}
-
-// Tool runs one of the helper's native tools (file editor, search) in the
-// container; relative paths are the container's working directory's.
-func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
-	if b.client == nil {
-		return sandbox.ToolResult{}, sandbox.ErrClosed
-	}
-	res, err := b.client.Tool(ctx, req.Name, req.Args)
-	if err != nil {
-		return sandbox.ToolResult{}, err
-	}
-	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
-}
-
-// OpenShell starts a persistent shell in the container, run by the helper.
-func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.OpenShell(ctx, opts)
-}
-
 // Close removes the container (killing everything in it). It is idempotent.
 func (b *Box) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		if b.client != nil {
-			b.client.Shutdown()
+		if b.Client != nil {
+			b.Client.Shutdown()
 		}
 		if b.sock != nil {
 			b.sock.Close()

@@ -55,7 +55,9 @@ func init() {
 		New: func(ctx context.Context, opts sandbox.Options) (sandbox.Backend, error) {
 			return New(ctx, Config{Options: opts})
 		},
-		Probe: Probe,
+		// The engine comes from the environment (DOCKER_HOST,
+		// CONTAINER_HOST): docker has no settings of its own to probe.
+		Probe: func(ctx context.Context, _ sandbox.Options) error { return Probe(ctx) },
 	})
 }
 

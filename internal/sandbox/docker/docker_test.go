@@ -67,7 +67,7 @@ func TestSocketIsUsedAndCleanedUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	box := sb.(*Box)
-	if box.sock == nil || box.client == box.lifeline {
+	if box.sock == nil || box.Client == box.lifeline {
 		t.Fatal("requests are not on the shared socket with a local engine")
 	}
 	if _, err := os.Stat(box.sockDir); err != nil {

@@ -22,7 +22,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"net/http"
 	"os"
@@ -59,8 +58,8 @@ func init() {
 		New: func(ctx context.Context, opts sandbox.Options) (sandbox.Backend, error) {
 			return New(ctx, ConfigFromOptions(opts))
 		},
-		Probe: func(ctx context.Context) error {
-			if os.Getenv("E2B_API_KEY") == "" {
+		Probe: func(_ context.Context, opts sandbox.Options) error {
+			if ConfigFromOptions(opts).APIKey == "" {
 				return errMissingKey
 			}
 			return nil
@@ -336,9 +335,9 @@ func (b *Box) startHelper(ctx context.Context, spec sandbox.Spec) error {
 		}
 		pw.CloseWithError(err)
 	}()
-	b.client = shim.NewClient(pr, &stdinWriter{ctx: streamCtx, envd: b.envd, pid: p.PID})
-	b.client.Describe = b.describe
-	if _, err := b.client.Hello(ctx); err != nil {
+	b.Client = shim.NewClient(pr, &stdinWriter{ctx: streamCtx, envd: b.envd, pid: p.PID})
+	b.Client.Describe = b.describe
+	if _, err := b.Client.Hello(ctx); err != nil {
 		return fmt.Errorf("e2b: the helper in sandbox %s did not answer: %w", b.id, err)
 	}
 	return nil
@@ -346,11 +345,12 @@ func (b *Box) startHelper(ctx context.Context, spec sandbox.Spec) error {
 
 // Box is one E2B sandbox.
 type Box struct {
+	// Forward carries commands, files, tools and shells to the helper.
+	shim.Forward
 	api          *API
 	envd         *Envd
 	id           string
 	proc         *Process
-	client       *shim.Client
 	stderr       *shim.TailBuffer
 	cancelStream context.CancelFunc
 	stop         chan struct{}
@@ -362,6 +362,7 @@ type Box struct {
 var (
 	_ sandbox.Sandbox = (*Box)(nil)
 	_ sandbox.Tooler  = (*Box)(nil)
+	_ sandbox.Shell   = (*Box)(nil)
 )
 
 // ID is the sandbox id.
@@ -397,56 +398,12 @@ func (b *Box) renew(timeout time.Duration) {
 	}
 }
 
-// Exec runs a command through the helper.
-func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	if b.client == nil {
-		return sandbox.ExecResult{}, sandbox.ErrClosed
-	}
-	return b.client.Exec(ctx, req)
-}
-
-// WriteFile writes a file through the helper.
-func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
-	if b.client == nil {
-		return sandbox.ErrClosed
-	}
-	return b.client.WriteFile(ctx, path, data, mode)
-}
-
-// ReadFile reads a file through the helper.
-func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.ReadFile(ctx, path)
-}
-
-// OpenShell starts a persistent shell in the sandbox, run by the helper.
-func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.OpenShell(ctx, opts)
-}
-
-// Tool runs one of the helper's native tools.
-func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
-	if b.client == nil {
-		return sandbox.ToolResult{}, sandbox.ErrClosed
-	}
-	res, err := b.client.Tool(ctx, req.Name, req.Args)
-	if err != nil {
-		return sandbox.ToolResult{}, err
-	}
-	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
-}
-
 // Close kills the sandbox. It is idempotent.
 func (b *Box) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
 		close(b.stop)
-		if b.client != nil {
-			b.client.Shutdown()
+		if b.Client != nil {
+			b.Client.Shutdown()
 		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 		defer cancel()

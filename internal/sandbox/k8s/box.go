@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -457,7 +456,7 @@ func (b *Box) startShim(ctx context.Context) error {
 	}()
 	c := shim.NewClient(outR, inW)
 	c.Describe = b.describe
-	b.client = c
+	b.Client = c
 	if _, err := c.Hello(ctx); err != nil {
 		return fmt.Errorf("k8s: task %s: the helper in pod %s did not answer: %w", b.what, b.name, err)
 	}
@@ -466,10 +465,11 @@ func (b *Box) startShim(ctx context.Context) error {
 
 // Box is one pod.
 type Box struct {
+	// Forward carries commands, files, tools and shells to the helper.
+	shim.Forward
 	b          *Backend
 	name       string
 	what       string // the task, or the image, for messages
-	client     *shim.Client
 	stdin      *io.PipeWriter
 	cancel     context.CancelFunc
 	streamDone chan struct{}
@@ -482,6 +482,7 @@ type Box struct {
 var (
 	_ sandbox.Sandbox = (*Box)(nil)
 	_ sandbox.Tooler  = (*Box)(nil)
+	_ sandbox.Shell   = (*Box)(nil)
 )
 
 // ID is the pod's name.
@@ -495,57 +496,13 @@ func (b *Box) describe(err error) error {
 	return fmt.Errorf("pod %s: %w", b.name, err)
 }
 
-// Exec runs a command through the helper.
-func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	if b.client == nil {
-		return sandbox.ExecResult{}, sandbox.ErrClosed
-	}
-	return b.client.Exec(ctx, req)
-}
-
-// WriteFile writes a file in the pod through the helper.
-func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
-	if b.client == nil {
-		return sandbox.ErrClosed
-	}
-	return b.client.WriteFile(ctx, path, data, mode)
-}
-
-// ReadFile reads a file in the pod through the helper.
-func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.ReadFile(ctx, path)
-}
-
-// Tool runs one of the helper's native tools (file editor, search).
-func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
-	if b.client == nil {
-		return sandbox.ToolResult{}, sandbox.ErrClosed
-	}
-	res, err := b.client.Tool(ctx, req.Name, req.Args)
-	if err != nil {
-		return sandbox.ToolResult{}, err
-	}
-	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
-}
-
-// OpenShell starts a persistent shell in the pod, run by the helper.
-func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
-	if b.client == nil {
-		return nil, sandbox.ErrClosed
-	}
-	return b.client.OpenShell(ctx, opts)
-}
-
 // Close ends the helper (which kills everything it started), deletes the
 // pod at once (grace period 0) and waits until the API no longer has it.
 // It is idempotent.
 func (b *Box) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		if b.client != nil {
-			b.client.Shutdown()
+		if b.Client != nil {
+			b.Client.Shutdown()
 		}
 		if b.stdin != nil {
 			// End of stdin makes the helper kill what it started and exit.

@@ -37,7 +37,7 @@ func testBackend(tb testing.TB, edit func(*Config)) *Backend {
 		tb.Skip("SWERVE_K8S_TESTS not set: no cluster to test against (scripts/cluster/up.sh starts one)")
 	}
 	ctx := context.Background()
-	if err := Probe(ctx); err != nil {
+	if err := Probe(ctx, sandbox.Options{}); err != nil {
 		tb.Fatalf("SWERVE_K8S_TESTS=1 but the cluster does not answer: %v", err)
 	}
 	cfg := Config{

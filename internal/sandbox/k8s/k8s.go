@@ -321,10 +321,11 @@ func tune(rc *rest.Config) *rest.Config {
 	return rc
 }
 
-// Probe reports whether a cluster is configured and its API server
-// answers.
-func Probe(ctx context.Context) error {
-	rc, _, err := restConfig("", "")
+// Probe reports whether the cluster opts name (--k8s_kubeconfig,
+// --k8s_context, else the default loading rules) is configured and its API
+// server answers.
+func Probe(ctx context.Context, opts sandbox.Options) error {
+	rc, _, err := restConfig(opts.Param(ParamKubeconfig), opts.Param(ParamContext))
 	if err != nil {
 		return err
 	}

@@ -133,14 +133,14 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		return nil, fmt.Errorf("local: start helper %s: %w", b.shim, err)
 	}
 	box := &Box{root: root, workdir: workdir, cmd: cmd, stdin: stdin, stderr: stderr, env: cmd.Env}
-	box.client = shim.NewClient(stdout, stdin)
-	box.client.Describe = func(err error) error {
+	box.Client = shim.NewClient(stdout, stdin)
+	box.Client.Describe = func(err error) error {
 		if tail := strings.TrimSpace(stderr.String()); tail != "" {
 			return fmt.Errorf("%w (helper said: %s)", err, tail)
 		}
 		return err
 	}
-	if _, err := box.client.Hello(ctx); err != nil {
+	if _, err := box.Client.Hello(ctx); err != nil {
 		box.Close(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("local: helper did not answer: %w", err)
 	}
@@ -149,13 +149,15 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 
 // Box is one local sandbox.
 type Box struct {
+	// Forward carries requests to the helper; the file and shell methods
+	// below map relative paths first.
+	shim.Forward
 	root    string
 	workdir string
 	env     []string
 	cmd     *exec.Cmd
 	stdin   interface{ Close() error }
 	stderr  *shim.TailBuffer
-	client  *shim.Client
 
 	closeOnce sync.Once
 	closeErr  error
@@ -185,43 +187,28 @@ func (b *Box) path(p string) string {
 	return filepath.Join(b.workdir, p)
 }
 
-// Exec runs a command through the helper.
-func (b *Box) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
-	return b.client.Exec(ctx, req)
-}
-
 // WriteFile writes a file; relative paths are under the working directory.
 func (b *Box) WriteFile(ctx context.Context, path string, data []byte, mode fs.FileMode) error {
-	return b.client.WriteFile(ctx, b.path(path), data, mode)
+	return b.Forward.WriteFile(ctx, b.path(path), data, mode)
 }
 
 // ReadFile reads a file; relative paths are under the working directory.
 func (b *Box) ReadFile(ctx context.Context, path string) ([]byte, error) {
-	return b.client.ReadFile(ctx, b.path(path))
-}
-
-// Tool runs one of the helper's native tools (file editor, search);
-// relative paths are under the working directory.
-func (b *Box) Tool(ctx context.Context, req sandbox.ToolRequest) (sandbox.ToolResult, error) {
-	res, err := b.client.Tool(ctx, req.Name, req.Args)
-	if err != nil {
-		return sandbox.ToolResult{}, err
-	}
-	return sandbox.ToolResult{Output: res.Output, Error: res.Error}, nil
+	return b.Forward.ReadFile(ctx, b.path(path))
 }
 
 // OpenShell starts a persistent shell in the box, run by the helper; a
 // relative Cwd is under the working directory.
 func (b *Box) OpenShell(ctx context.Context, opts sandbox.ShellOptions) (sandbox.ShellSession, error) {
 	opts.Cwd = b.path(opts.Cwd)
-	return b.client.OpenShell(ctx, opts)
+	return b.Forward.OpenShell(ctx, opts)
 }
 
 // Close stops the helper (which kills every command it started) and removes
 // the box directory.
 func (b *Box) Close(ctx context.Context) error {
 	b.closeOnce.Do(func() {
-		b.client.Shutdown()
+		b.Client.Shutdown()
 		b.stdin.Close()
 		exited := make(chan error, 1)
 		go func() { exited <- b.cmd.Wait() }()
