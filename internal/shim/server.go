@@ -376,7 +376,11 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	if !held {
 		// waitid does not fail on Linux; if it did, the leader may still
 		// run, and its leftovers must wait for its end: reap, then sweep.
-		werr = s.reap(p, cmd)
+		// A kill may come meanwhile, so the wait does not hold p.kill.
+		werr = cmd.Wait()
+		p.kill.Lock()
+		p.reaped = true
+		p.kill.Unlock()
 	}
 	s.mu.Lock()
 	p.done = true
@@ -417,8 +421,9 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	return o
 }
 
-// reap waits for a command's leader and marks it reaped, after any kill of
-// its tree under way: that kill relies on the leader's pid being its own.
+// reap reaps a command's leader, which has ended, and marks it reaped,
+// after any kill of its tree under way: that kill relies on the leader's
+// pid being its own.
 func (s *Server) reap(p *proc, cmd *exec.Cmd) error {
 	p.kill.Lock()
 	defer p.kill.Unlock()
