@@ -40,14 +40,18 @@
 // of its subtree whose parent dies is re-parented to it: once a command's
 // leader is gone, whatever it started that still lives is, or descends
 // from, a direct child of the helper that leads no running command. Right
-// after the leader is reaped (and, on timeout or cancel, its process group
-// killed), the helper sweeps: it lists its own children from
+// after the leader ends, and before it is reaped (a zombie until then, so
+// that a leftover polling its pid, with kill -0 or in /proc, still finds
+// it), the helper sweeps: it lists its own children from
 // /proc/self/task/*/children (a scan of /proc only on kernels without
 // those files), SIGKILLs each one no running command could have started
 // (its start time, field 22 of /proc/PID/stat, is before every running
 // command's start, with one clock tick of slack), reaps, and repeats until
 // a round finds nothing: a killed process hands its children to the
-// helper, so fork loops run out too. A daemon cannot get away by forking
+// helper, so fork loops run out too. On timeout or cancel the helper
+// first stops (SIGSTOP) the command's process group, every descendant of
+// its leader and the orphans the sweep would take, and only then kills
+// them all, so that none of them runs past that moment. A daemon cannot get away by forking
 // twice, calling setsid, changing its process group or clearing its
 // environment: none of these changes its parent chain or its start time.
 // Only then is the output read to its end; with every writer dead the pipe
@@ -60,10 +64,11 @@
 // Limits. Orphans of an ended command that a concurrent, still running
 // command could have started (it started no later than they did) live
 // until that command ends too, and may print into the ended command's
-// output for up to outputDrain. Between a leader's exit and the sweep
-// there is a window of microseconds (milliseconds on a loaded machine) in
-// which a child that polls for its parent's death can notice it and print
-// a line before it is killed; closing it would take a freezer or ptrace.
+// output for up to outputDrain. When a leader exits by itself, there is a
+// window between its exit and the sweep, of microseconds (milliseconds on
+// a loaded machine), in which a child that watches for its parent's exit
+// (its parent pid changes at once) can notice it and print a line before
+// it is killed; closing it would take a freezer or ptrace.
 // Graders therefore cut eval logs at an end line the eval script's own
 // shell prints. Root in the box can kill the helper itself, which ends the
 // box (PID 1 in a container; with the local backend, its orphans go to the

@@ -73,7 +73,13 @@ type proc struct {
 	pgid     int
 	start    uint64 // the leader's start time, clock ticks since boot; 0 if unknown
 	timedOut bool
-	done     bool
+	done     bool // the leader ended
+	killed   bool // a timeout or cancel is killing it
+
+	// kill is held while the command's tree is being killed, and to mark
+	// the leader reaped: once it is, its pid may name another process.
+	kill   sync.Mutex
+	reaped bool
 }
 
 // Listen makes the server accept connections on a unix socket at path once
@@ -355,32 +361,50 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 			s.mu.Lock()
 			p.timedOut = !p.done
 			s.mu.Unlock()
-			killTree(p.pgid)
+			s.killCommand(p)
 		})
 	}
-	stop := context.AfterFunc(ctx, func() { killTree(p.pgid) })
-	werr := cmd.Wait()
-	stop()
-	if timer != nil {
-		timer.Stop()
+	stop := context.AfterFunc(ctx, func() { s.killCommand(p) })
+	// The leader has ended, and stays a zombie until cmd.Wait: kill what
+	// it left, right away, before reading the rest of the output, so that
+	// once every writer is dead the pipe ends at once and nothing printed
+	// after the command's end counts. Until the leader is reaped, a
+	// leftover that polls for it (kill -0, /proc/PID) still finds it, and
+	// so has nothing to act on before the sweep kills it.
+	var werr error
+	held := waitExited(p.pgid) == nil
+	if !held {
+		// waitid does not fail on Linux; if it did, the leader may still
+		// run, and its leftovers must wait for its end: reap, then sweep.
+		// A kill may come meanwhile, so the wait does not hold p.kill.
+		werr = cmd.Wait()
+		p.kill.Lock()
+		p.reaped = true
+		p.kill.Unlock()
 	}
 	s.mu.Lock()
 	p.done = true
 	timedOut := p.timedOut
-	delete(s.running, key)
 	s.mu.Unlock()
-	// The leader is gone: kill what it left, right away, before reading
-	// the rest of the output, so that once every writer is dead the pipe
-	// ends at once and nothing printed after the command's end counts.
 	if timedOut || !s.reaps {
-		// The group first, even when its leader exited before the kill;
-		// without a subreaper it is all that can be found.
+		// The group, even when its leader exited before the kill; without
+		// a subreaper it is all that can be found.
 		killTree(p.pgid)
 	}
 	s.sweep(m.KillOthers)
 	if m.KillOthers && s.reaps {
 		resp.KilledOthers = true
 	}
+	if held {
+		werr = s.reap(p, cmd)
+	}
+	stop()
+	if timer != nil {
+		timer.Stop()
+	}
+	s.mu.Lock()
+	delete(s.running, key)
+	s.mu.Unlock()
 	if inW != nil {
 		inW.Close() // unblocks a stdin writer stuck on a pipe nobody reads
 	}
@@ -395,6 +419,57 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	o, total, elided := out.Result()
 	resp.OutputBytes, resp.ElidedBytes = total, elided
 	return o
+}
+
+// reap reaps a command's leader, which has ended, and marks it reaped,
+// after any kill of its tree under way: that kill relies on the leader's
+// pid being its own.
+func (s *Server) reap(p *proc, cmd *exec.Cmd) error {
+	p.kill.Lock()
+	defer p.kill.Unlock()
+	err := cmd.Wait()
+	p.reaped = true
+	return err
+}
+
+// killCommand kills a command that did not end by itself (its timeout, a
+// cancel): its process group, every descendant of its leader, and the
+// helper's orphans that it may have started and no other running command
+// may have (as the sweep after its end will judge them), with their
+// descendants. All are stopped before any is killed (see killTree), so
+// that, from the moment of the kill, none of them runs: not even one that
+// would notice its leader's death. The sweep after the leader's end takes
+// what is left.
+func (s *Server) killCommand(p *proc) {
+	if p.pgid <= 1 {
+		return // a shell call's: its shell is killed by its own path
+	}
+	p.kill.Lock()
+	defer p.kill.Unlock()
+	if p.reaped {
+		return // its pid and group id may be another's by now
+	}
+	s.mu.Lock()
+	p.killed = true
+	s.mu.Unlock()
+	s.killWithOrphans(p.pgid, p.pgid) // not reaped: its pid is still its own
+}
+
+// killWithOrphans kills process group pgid, the processes in more, and
+// the orphans the sweep would kill now, with everything below them, as one
+// tree (see killTree). The group stops first, so that it starts no more
+// orphans while they are listed.
+func (s *Server) killWithOrphans(pgid int, more ...int) {
+	if pgid <= 1 {
+		return
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGSTOP)
+	if s.reaps {
+		s.mu.Lock()
+		more = append(more, s.sweepTargetsLocked(false)...)
+		s.mu.Unlock()
+	}
+	killTree(pgid, more...)
 }
 
 // isRunningLocked reports whether pid is a command this server started and
@@ -454,7 +529,7 @@ func (s *Server) cancel(st *stream, id uint64) {
 	stop := s.tooling[runKey{st, id}]
 	s.mu.Unlock()
 	if p != nil {
-		killTree(p.pgid)
+		s.killCommand(p)
 	}
 	if stop != nil {
 		stop()

@@ -455,8 +455,10 @@ func (s *Server) shellRun(ctx context.Context, key runKey, m *Message, line []by
 		}
 		// Kill what is left in the shell's group and what escaped it,
 		// keep what they wrote before they died, then finish the shell
-		// off.
-		killTree(sh.pid)
+		// off. A shell still running (a timeout, a cancel) is stopped
+		// with all that escaped it before any of them dies, so that
+		// nothing acts on the news (see killTree).
+		s.killWithOrphans(sh.pid)
 		s.sweep(false)
 		_ = sh.out.SetReadDeadline(time.Now().Add(outputDrain))
 		for {

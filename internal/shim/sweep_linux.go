@@ -57,6 +57,19 @@ func (s *Server) sweep(all bool) {
 func (s *Server) sweepRound(all bool) (killed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, pid := range s.sweepTargetsLocked(all) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		killed = true
+	}
+	return killed
+}
+
+// sweepTargetsLocked lists the live children of the helper that a sweep
+// kills now: with all, every one; else those that lead no running command
+// and that no running command may have started. On the way it reaps the
+// dead ones that no exec.Cmd waits for. s.mu must be held.
+func (s *Server) sweepTargetsLocked(all bool) []int {
+	var out []int
 	for _, pid := range childPIDs(all) {
 		leader := s.isRunningLocked(pid)
 		if leader && !all {
@@ -78,17 +91,17 @@ func (s *Server) sweepRound(all bool) (killed bool) {
 		if !all && s.mayHaveStartedLocked(start) {
 			continue
 		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		killed = true
+		out = append(out, pid)
 	}
-	return killed
+	return out
 }
 
 // mayHaveStartedLocked reports whether a running command could have started
-// a process that started at tick start. s.mu must be held.
+// a process that started at tick start: one whose leader has not ended and
+// is not being killed. s.mu must be held.
 func (s *Server) mayHaveStartedLocked(start uint64) bool {
 	for _, p := range s.running {
-		if p.start <= start+startSlack {
+		if !p.done && !p.killed && p.start <= start+startSlack {
 			return true
 		}
 	}

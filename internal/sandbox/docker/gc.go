@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -74,12 +76,34 @@ func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftov
 	return out, nil
 }
 
-// Remove force-removes a leftover container.
+// removeWait bounds how long Remove waits for another remover's removal.
+const removeWait = time.Minute
+
+// Remove force-removes a leftover container. One that is gone already, or
+// that another remover (a second gc, say) is removing, is not an error:
+// the engine answers such a removal with a conflict, and Remove then waits
+// until the container is gone.
 func (b *Backend) Remove(ctx context.Context, id string) error {
-	if _, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil {
-		return fmt.Errorf("docker: remove %s: %w", short(id), classify(err))
+	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	switch {
+	case err == nil, cerrdefs.IsNotFound(err):
+		return nil
+	case cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		ctx, cancel := context.WithTimeout(ctx, removeWait)
+		defer cancel()
+		for {
+			_, ierr := b.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			if cerrdefs.IsNotFound(ierr) {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("docker: remove %s: %w (waiting for a removal under way: %w)", short(id), classify(err), ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
 	}
-	return nil
+	return fmt.Errorf("docker: remove %s: %w", short(id), classify(err))
 }
 
 // StaleSocketDirs lists the host directories shared with boxes (for the

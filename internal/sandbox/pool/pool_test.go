@@ -291,7 +291,8 @@ func TestWaitForOpening(t *testing.T) {
 		}
 		got <- box
 	}()
-	time.Sleep(10 * time.Millisecond)
+	// The open must be waiting before the box is ready, or it is a hit.
+	waitFor(t, "the wait", func() bool { return p.Stats().Waits == 1 })
 	fb.gate <- struct{}{}
 	box := <-got
 	box.Close(ctx)
