@@ -142,7 +142,7 @@ func collectGarbage(ctx context.Context, opts sandbox.Options, all, dryRun bool,
 		return items, err
 	}
 	for _, l := range left {
-		if run != "" && l.RunID != run {
+		if run != "" && l.RunID != run && !l.Unclaimed {
 			continue
 		}
 		it := gcItem{Backend: local.Name, ID: l.Dir, RunID: l.RunID}

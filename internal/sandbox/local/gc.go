@@ -17,6 +17,11 @@ type Leftover struct {
 	OwnerPID  int
 	RunID     string
 	Processes []int
+	// Unclaimed is set for a directory whose owner died before writing
+	// its .owner file (the pid comes from the directory's name): no
+	// helper ever started in it, so it belongs to no run and any gc may
+	// remove it.
+	Unclaimed bool
 }
 
 // Leftovers lists the box directories under tempDir (os.TempDir() when
@@ -33,7 +38,9 @@ func Leftovers(_ context.Context, tempDir string, all bool) ([]Leftover, error) 
 	var out []Leftover
 	for _, d := range dirs {
 		l := Leftover{Dir: d}
-		if b, err := os.ReadFile(filepath.Join(d, ".owner")); err == nil {
+		if b, err := os.ReadFile(filepath.Join(d, ".owner")); os.IsNotExist(err) {
+			l.OwnerPID, l.Unclaimed = namePID(d), true
+		} else if err == nil {
 			for line := range strings.SplitSeq(string(b), "\n") {
 				k, v, _ := strings.Cut(line, "=")
 				switch k {
@@ -60,4 +67,20 @@ func (l Leftover) Remove() error {
 		return fmt.Errorf("local: remove %s: %w", l.Dir, err)
 	}
 	return nil
+}
+
+// namePID reads the owner's pid from a box directory's name
+// (dirPrefix + pid + "-" + random); 0 when the name holds none, as in
+// directories made before names carried it.
+func namePID(dir string) int {
+	rest, ok := strings.CutPrefix(filepath.Base(dir), dirPrefix)
+	if !ok {
+		return 0
+	}
+	p, _, ok := strings.Cut(rest, "-")
+	if !ok {
+		return 0
+	}
+	n, _ := strconv.Atoi(p)
+	return n
 }

@@ -69,7 +69,10 @@ var _ sandbox.Backend = (*Backend)(nil)
 // Open copies spec.Image (a host directory, optional) into a fresh temporary
 // directory and starts the helper there.
 func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
-	root, err := os.MkdirTemp(b.TempDir, dirPrefix)
+	// The owner's pid is in the name as well as in .owner, so a directory
+	// whose owner is killed before .owner exists is still known to be
+	// left over.
+	root, err := os.MkdirTemp(b.TempDir, dirPrefix+strconv.Itoa(os.Getpid())+"-")
 	if err != nil {
 		return nil, fmt.Errorf("local: make box directory: %w", err)
 	}

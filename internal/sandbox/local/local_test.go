@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"slices"
 	"strings"
 	"testing"
@@ -103,6 +104,24 @@ func TestLeftoversOfDeadOwner(t *testing.T) {
 	}
 	if _, err := os.Stat(box); !os.IsNotExist(err) {
 		t.Errorf("box directory still there after Remove: %v", err)
+	}
+}
+
+// TestLeftoversKilledBeforeOwner: an owner killed between making the
+// directory and writing .owner leaves a directory gc still finds, by the
+// pid in its name; one whose owner lives is not listed.
+func TestLeftoversKilledBeforeOwner(t *testing.T) {
+	dir := t.TempDir()
+	dead := filepath.Join(dir, dirPrefix+"4194305-123")
+	alive := filepath.Join(dir, dirPrefix+strconv.Itoa(os.Getpid())+"-456")
+	for _, d := range []string{dead, alive} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	left, err := Leftovers(context.Background(), dir, false)
+	if err != nil || len(left) != 1 || left[0].Dir != dead || !left[0].Unclaimed || left[0].OwnerPID != 4194305 {
+		t.Fatalf("Leftovers = %+v, %v; want only the dead owner's directory, unclaimed", left, err)
 	}
 }
 
