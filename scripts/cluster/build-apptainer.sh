@@ -9,7 +9,11 @@
 # it, so this one module is fetched with GONOSUMDB (nothing else is). Its
 # Makefile runs `go clean -cache`, so it builds with a private GOCACHE that
 # is thrown away. A cold build takes about 15 minutes on 2 cores.
+#
+#   scripts/cluster/build-apptainer.sh --deps   # the Debian packages it needs
 set -euo pipefail
+DEPS="libseccomp-dev libsubid-dev uidmap squashfs-tools cryptsetup-bin fakeroot squashfuse fuse2fs fuse-overlayfs pkg-config"
+if [ "${1:-}" = --deps ]; then echo "$DEPS"; exit 0; fi
 APPTAINER_VERSION=${APPTAINER_VERSION:-1.4.3}
 CACHE=${SWERVE_CI_CACHE:-$HOME/.cache/swerve-ci}
 DIR=$CACHE/apptainer-$APPTAINER_VERSION
@@ -17,7 +21,7 @@ if [ -x "$DIR/bin/apptainer" ] && [ -f "$DIR/.done" ]; then
   echo "$DIR/bin"; exit 0
 fi
 need=()
-for p in libseccomp-dev libsubid-dev uidmap squashfs-tools cryptsetup-bin fakeroot squashfuse fuse2fs fuse-overlayfs pkg-config; do
+for p in $DEPS; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
