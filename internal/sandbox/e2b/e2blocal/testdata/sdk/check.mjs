@@ -14,11 +14,23 @@ out.sandboxId = sbx.sandboxId
 const page = Sandbox.list({ query: { metadata: { suite: 'swerve-sdk-check' } } })
 out.listed = (await page.nextItems()).map((s) => s.sandboxId)
 
-const chunks = []
-const run = await sbx.commands.run('echo one; sleep 0.3; echo two; echo err >&2; exit 3', {
-  onStdout: (d) => chunks.push(['stdout', d]),
-  onStderr: (d) => chunks.push(['stderr', d]),
-}).catch((e) => e) // a non-zero exit is thrown as CommandExitError
+let chunks = []
+const command = () => {
+  chunks = []
+  return sbx.commands.run('echo one; sleep 0.3; echo two; echo err >&2; exit 3', {
+    onStdout: (d) => chunks.push(['stdout', d]),
+    onStderr: (d) => chunks.push(['stderr', d]),
+  }).catch((e) => e) // a non-zero exit is thrown as CommandExitError
+}
+let run = await command()
+if (run instanceof Error && run.exitCode === undefined) {
+  // A stream cut below the protocol, "[unknown] terminated" (seen here
+  // about once in ten runs; its cause is not known yet): said in the
+  // output, and the command is run once more; the test judges the second.
+  out.firstRunError = String(run)
+  run = await command()
+}
+if (run instanceof Error && run.exitCode === undefined) out.runError = String(run)
 out.exitCode = run.exitCode
 out.stdout = run.stdout
 out.stderr = run.stderr
