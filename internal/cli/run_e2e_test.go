@@ -623,7 +623,7 @@ type goldenNormalizer struct {
 }
 
 var (
-	reBox      = regexp.MustCompile(`<TMP>/swerve-local-[0-9]+`)
+	reBox      = regexp.MustCompile(`<TMP>/swerve-local-[0-9]+(-[0-9]+)?`)
 	reTime     = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})`)
 	reDuration = regexp.MustCompile(`"(llm_exec_time|env_exec_time|total_step_time|total_time_traj|llm_time|env_time|total_time|reward_calc_time|duration|seconds)":(\s*)-?[0-9][0-9.eE+-]*`)
 	// Token counts are estimated from the conversation, which holds the
