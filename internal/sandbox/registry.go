@@ -214,8 +214,8 @@ func Known() []string {
 
 // Check says before any task starts whether --backend name can be used:
 // an unknown name and an explicitly named backend that does not answer are
-// one error each. "auto" (or "")
-// passes when some backend of AutoOrder answers. Probes see opts, the
+// one error each. "auto" (or "") passes when some backend of AutoOrder
+// answers. Probes see opts, the
 // settings the backend will be created with. It returns the backend auto
 // would choose, or name.
 func Check(ctx context.Context, name string, opts Options) (string, error) {

@@ -370,8 +370,4 @@ func TestNetworkIsolation(t *testing.T) {
 	if want := os.Getenv("SWERVE_K8S_EXPECT_NETWORK"); want != "" && want != verdict {
 		t.Errorf("this cluster got the verdict %q, SWERVE_K8S_EXPECT_NETWORK says %q", verdict, want)
 	}
-	if left, err := runPods(context.Background(), strict); err == nil && len(left) > 0 {
-		// Refused boxes must not leave their pods behind.
-		t.Logf("pods of the strict backend still listed (deleting): %v", left)
-	}
 }
