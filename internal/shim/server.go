@@ -123,9 +123,11 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	// When the stream ends, nothing may outlive it: kill what runs (the
 	// cancelled ctx kills in-flight commands), then wait for the handlers.
+	// The socket connections close first: a command of theirs that the
+	// cancel kills must not get its answer out as if it had simply ended.
 	defer func() {
-		cancel()
 		s.closeConns()
+		cancel()
 		s.killAll()
 		s.wg.Wait()
 		s.sweep(true) // whatever escaped the process groups
