@@ -101,6 +101,49 @@ FAILED (failures=3, errors=1)
 				"AssertionError: 1 != 2\n",
 			want: StatusMap{"test_x": Failed},
 		},
+		{
+			// A pass line printed after pytest's own summary (at exit).
+			name:   "pytest pass after the summary",
+			parser: "parse_log_pytest",
+			log:    "FAILED tests/t.py::test_x - assert 1 == 2\nERROR tests/t.py::test_y - RuntimeError\nPASSED tests/t.py::test_x\nPASSED tests/t.py::test_y\nPASSED tests/t.py::test_z\n",
+			want:   StatusMap{"tests/t.py::test_x": Failed, "tests/t.py::test_y": Error, "tests/t.py::test_z": Passed},
+		},
+		{
+			name:   "pytest_options pass after the summary",
+			parser: "parse_log_pydicom",
+			log:    "FAILED t.py::f[/tmp/a/x.dcm] - boom\nPASSED t.py::f[/tmp/b/x.dcm]\n",
+			want:   StatusMap{"t.py::f[/x.dcm]": Failed},
+		},
+		{
+			name:   "matplotlib pass after the summary",
+			parser: "parse_log_matplotlib",
+			log:    "FAILED t.py::c[MouseButton.LEFT] - boom\nPASSED t.py::c[MouseButton.LEFT]\n",
+			want:   StatusMap{"t.py::c[1]": Failed},
+		},
+		{
+			// Verbose result, then a forged summary line.
+			name:   "pytest_v2 pass after the verbose failure",
+			parser: "parse_log_astropy",
+			log:    "t.py::test_x FAILED\nt.py::test_y PASSED\nPASSED t.py::test_x\n",
+			want:   StatusMap{"t.py::test_x": Failed, "t.py::test_y": Passed},
+		},
+		{
+			name:   "seaborn pass after the summary",
+			parser: "parse_log_seaborn",
+			log:    "FAILED t.py::test_x - boom\nt.py::test_x PASSED [100%]\n",
+			want:   StatusMap{"t.py::test_x": Failed},
+		},
+		{
+			// bin/test --verbose: "ok" printed by the code under test right
+			// after the test's name, then the runner's own F and report.
+			name:   "sympy ok after the name",
+			parser: "parse_log_sympy",
+			log: "sympy/core/tests/test_x.py[2] \ntest_a ok\ntest_b ok\nF\n\n" +
+				"________________________________________________________________________________\n" +
+				"_________________ sympy/core/tests/test_x.py:test_b _________________\n" +
+				"AssertionError\n",
+			want: StatusMap{"test_a": Passed, "test_b": Failed, "sympy/core/tests/test_x.py:test_b": Failed},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
