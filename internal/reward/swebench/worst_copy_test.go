@@ -144,6 +144,130 @@ FAILED (failures=3, errors=1)
 				"AssertionError\n",
 			want: StatusMap{"test_a": Passed, "test_b": Failed, "sympy/core/tests/test_x.py:test_b": Failed},
 		},
+		{
+			// go test -v: a forged PASS line after the runner's FAIL.
+			name:   "gotest pass after fail",
+			parser: "parse_log_gotest",
+			log:    "=== RUN   TestX\n--- FAIL: TestX (0.00s)\n--- PASS: TestX (0.00s)\n--- PASS: TestY (0.00s)\nFAIL\n",
+			want:   StatusMap{"TestX": Failed, "TestY": Passed},
+		},
+		{
+			// cargo test --nocapture: "ok" written right after libtest's
+			// "test x ... ", FAILED on the next line; the report's sections and
+			// list still name the test.
+			name:   "cargo ok after the name",
+			parser: "parse_log_cargo",
+			log: "running 2 tests\ntest tests::a ... ok\ntest tests::b ... ok\nFAILED\n\nfailures:\n\n" +
+				"---- tests::b stdout ----\nthread 'tests::b' panicked at src/lib.rs:4:5\n\n\nfailures:\n    tests::b\n\n" +
+				"test result: FAILED. 1 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out\n",
+			want: StatusMap{"tests::a": Passed, "tests::b": Failed},
+		},
+		{
+			// The same with --nocapture, where only the final list names it.
+			name:   "cargo list only",
+			parser: "parse_log_cargo",
+			log:    "test tests::b ... ok\nFAILED\n\nfailures:\n    tests::b\n\ntest result: FAILED. 0 passed; 1 failed\n",
+			want:   StatusMap{"tests::b": Failed},
+		},
+		{
+			// --show-output: a passing test's section is not a failure.
+			name:   "cargo successes section",
+			parser: "parse_log_cargo",
+			log:    "test tests::a ... ok\n\nsuccesses:\n\n---- tests::a stdout ----\nhello\n\n\nsuccesses:\n    tests::a\n\ntest result: ok. 1 passed\n",
+			want:   StatusMap{"tests::a": Passed},
+		},
+		{
+			// jest --verbose: a forged "✓" line after the run, and the
+			// runner's "●" header for the failed test.
+			name:   "jest pass after fail",
+			parser: "parse_log_jest",
+			log:    "  Range\n    ✕ stepped range (3 ms)\n    ✓ plain (1 ms)\n\n  ● Range › stepped range\n\n    expect(received).toEqual(expected)\n\n    ✓ stepped range\n",
+			want:   StatusMap{"stepped range": Failed, "plain": Passed},
+		},
+		{
+			name:   "jest header only",
+			parser: "parse_log_jest",
+			log:    "  Range\n    ✓ stepped range (3 ms)\n\n  ● Range › stepped range\n\n    expect(received).toEqual(expected)\n",
+			want:   StatusMap{"stepped range": Failed},
+		},
+		{
+			name:   "vitest pass after fail",
+			parser: "parse_log_vitest",
+			log:    " × a.test.ts > s > t 3ms\n ✓ a.test.ts > s > t 1ms\n",
+			want:   StatusMap{"a.test.ts > s > t": Failed},
+		},
+		{
+			name:   "tap ok after not ok",
+			parser: "parse_log_tap",
+			log:    "not ok 1 - adds\nok 1 - adds\nok 2 - subtracts\n",
+			want:   StatusMap{"- adds": Failed, "- subtracts": Passed},
+		},
+		{
+			name:   "phpunit pass after fail",
+			parser: "parse_log_phpunit",
+			log:    "Calc (Tests\\Calc)\n ✘ Adds\n ✔ Adds\n",
+			want:   StatusMap{"Calc > Adds": Failed},
+		},
+		{
+			// minitest -v: a forged result line printed at exit, and the
+			// runner's "1) Failure:" report for the test.
+			name:   "minitest pass after fail",
+			parser: "parse_log_minitest",
+			log: "T#test_: adds numbers.  = 0.00 s = F\nT#test_: adds numbers.  = 0.00 s = .\n\n" +
+				"  1) Failure:\nT#test_: adds numbers.  [t.rb:3]:\nExpected: 4\n",
+			want: StatusMap{"T#test_: adds numbers": Failed},
+		},
+		{
+			name:   "minitest header only",
+			parser: "parse_log_minitest",
+			log:    "T#test_: adds numbers.  = 0.00 s = .\n\n  1) Error:\nT#test_: adds numbers. :\nRuntimeError: boom\n",
+			want:   StatusMap{"T#test_: adds numbers": Failed},
+		},
+		{
+			name:   "ruby_unit pass after fail",
+			parser: "parse_log_ruby_unit",
+			log:    "test_adds: F\ntest_adds: .\n",
+			want:   StatusMap{"test_adds": Failed},
+		},
+		{
+			name:   "rspec pass after fail",
+			parser: "parse_log_rspec_transformed_json",
+			log:    "Calc adds - failed\nCalc adds - passed\n",
+			want:   StatusMap{"Calc adds": Failed},
+		},
+		{
+			name:   "gradle pass after fail",
+			parser: "parse_log_gradle_custom",
+			log:    "pkg.CalcTest > adds FAILED\npkg.CalcTest > adds PASSED\n",
+			want:   StatusMap{"pkg.CalcTest > adds": Failed},
+		},
+		{
+			name:   "ant pass after fail",
+			parser: "parse_log_ant",
+			log:    "    [junit] [FAIL] CalcTest.adds\n    [junit] [PASS] CalcTest.adds\n",
+			want:   StatusMap{"CalcTest.adds": Failed},
+		},
+		{
+			name:   "googletest pass after fail",
+			parser: "parse_log_googletest",
+			log:    "[  FAILED  ] Calc.Adds (0 ms)\n[       OK ] Calc.Adds (0 ms)\n",
+			want:   StatusMap{"Calc.Adds": Failed},
+		},
+		{
+			name:   "karma pass after fail",
+			parser: "parse_log_karma",
+			log:    "Starting browser ChromeHeadless\n  Calc\n    ✖ adds\n    ✔ adds\nSUMMARY:\n",
+			want:   StatusMap{"Calc > adds": Failed},
+		},
+		{
+			// Honest: deno prints a test's name with no status before its
+			// output, and again with its status after; that first line is not
+			// a failure line.
+			name:   "quarto status after output",
+			parser: "parse_log_quarto_cli",
+			log:    "[smoke] > render a ...\n------- output -------\nhi\n[smoke] > render a ... \x1b[32mok\x1b[0m (3ms)\n",
+			want:   StatusMap{"[smoke] > render a": Passed},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
