@@ -70,17 +70,17 @@ func ParserNames() []string {
 // failed says whether s is a failing status.
 func failed(s Status) bool { return s == Failed || s == Error }
 
-// worstCopy holds the tests a log names as failed or errored, for the rule
+// WorstCopy holds the tests a log names as failed or errored, for the rule
 // every parser applies after the harness's own reading: a test that any
 // failure header or failure status line names is failed, whatever else the
 // log says about it. The harness lets the last line about a test win, so
 // code under test that prints a pass line for a test that then fails (an
 // "ok" after django's "test_x ... ", a "PASSED x" after pytest's
 // "FAILED x") would otherwise turn the failure into a pass.
-type worstCopy map[string]Status
+type WorstCopy map[string]Status
 
-// note records that the log names name with status s; passes are ignored.
-func (w worstCopy) note(name string, s Status) {
+// Note records that the log names name with status s; passes are ignored.
+func (w WorstCopy) Note(name string, s Status) {
 	if !failed(s) {
 		return
 	}
@@ -89,11 +89,11 @@ func (w worstCopy) note(name string, s Status) {
 	}
 }
 
-// apply makes every noted test that sm holds with a passing, skipped or
+// Apply makes every noted test that sm holds with a passing, skipped or
 // expected-failure status failed again (with the status first noted). It
 // never adds a test to sm: a name the harness did not record is already a
 // failure wherever a test list names it.
-func (w worstCopy) apply(sm StatusMap) StatusMap {
+func (w WorstCopy) Apply(sm StatusMap) StatusMap {
 	for name, s := range w {
 		if cur, ok := sm[name]; ok && !failed(cur) {
 			sm[name] = s
@@ -102,8 +102,8 @@ func (w worstCopy) apply(sm StatusMap) StatusMap {
 	return sm
 }
 
-// set is sm[name] = s that also notes a failure in w.
-func (w worstCopy) set(sm StatusMap, name string, s Status) {
+// Set is sm[name] = s that also notes a failure in w.
+func (w WorstCopy) Set(sm StatusMap, name string, s Status) {
 	sm[name] = s
-	w.note(name, s)
+	w.Note(name, s)
 }

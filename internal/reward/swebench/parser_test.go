@@ -70,7 +70,7 @@ func TestParsersGolden(t *testing.T) {
 // worstCopyDeviations are the only places where swerve's map may differ
 // from the official one on a golden log: tests the log names both as passed
 // and as failed, which the harness calls passed (the last line wins) and
-// swerve failed (the worst copy wins, see worstCopy). Each is listed with
+// swerve failed (the worst copy wins, see WorstCopy). Each is listed with
 // why failing it is the honest reading.
 var worstCopyDeviations = map[string]StatusMap{
 	// pytest -v --tb=no: test_error_at_teardown passes its call and errors

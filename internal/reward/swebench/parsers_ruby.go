@@ -26,7 +26,7 @@ var (
 // result mark after it, and the mark is the last '.', 'F' or 'E' of the
 // line. Errors count as failures.
 func parseMinitest(log string, _ *task.Task) StatusMap {
-	sm, w := StatusMap{}, worstCopy{}
+	sm, w := StatusMap{}, WorstCopy{}
 	afterHeader := false
 	for _, line := range mlLines(log) {
 		// "  1) Failure:" and "  2) Error:" open a failed test's report; the
@@ -34,7 +34,7 @@ func parseMinitest(log string, _ *task.Task) StatusMap {
 		if afterHeader {
 			name := strings.TrimSuffix(pyStrip(line), ":")
 			name = pyStrip(minitestLocation.ReplaceAllString(name, ""))
-			w.note(strings.TrimSuffix(name, "."), Failed)
+			w.Note(strings.TrimSuffix(name, "."), Failed)
 		}
 		afterHeader = minitestHeader.MatchString(line)
 		m := minitestResult.FindStringSubmatch(pyStrip(line))
@@ -42,12 +42,12 @@ func parseMinitest(log string, _ *task.Task) StatusMap {
 			continue
 		}
 		if m[2] == "." {
-			w.set(sm, m[1], Passed)
+			w.Set(sm, m[1], Passed)
 		} else {
-			w.set(sm, m[1], Failed)
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return w.apply(sm)
+	return w.Apply(sm)
 }
 
 var cucumberResult = mlLazy(`^(.*) \.+(\.|F)`)
@@ -55,19 +55,19 @@ var cucumberResult = mlLazy(`^(.*) \.+(\.|F)`)
 // parseCucumber reads "name ....F"-style progress lines: the name is what
 // precedes the last run of dots that ends in '.' or 'F'.
 func parseCucumber(log string, _ *task.Task) StatusMap {
-	sm, w := StatusMap{}, worstCopy{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := cucumberResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[2] == "." {
-			w.set(sm, m[1], Passed)
+			w.Set(sm, m[1], Passed)
 		} else {
-			w.set(sm, m[1], Failed)
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return w.apply(sm)
+	return w.Apply(sm)
 }
 
 // rubyUnitResult is upstream's `^\s*(?:test: )?(.+):\s+(\.|E\b|F\b|O\b)`.
@@ -80,7 +80,7 @@ var rubyUnitResult = mlLazy(`^\s*(?:test: )?(.+):\s+(?:(\.)|([EFO])(?:\W|$))`)
 // description: F" and so on, the name running to the last colon that a mark
 // follows. E and F are failures, O (omitted) a skip.
 func parseRubyUnit(log string, _ *task.Task) StatusMap {
-	sm, w := StatusMap{}, worstCopy{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := rubyUnitResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -88,14 +88,14 @@ func parseRubyUnit(log string, _ *task.Task) StatusMap {
 		}
 		switch m[2] + m[3] {
 		case ".":
-			w.set(sm, m[1], Passed)
+			w.Set(sm, m[1], Passed)
 		case "E", "F":
-			w.set(sm, m[1], Failed)
+			w.Set(sm, m[1], Failed)
 		case "O":
-			w.set(sm, m[1], Skipped)
+			w.Set(sm, m[1], Skipped)
 		}
 	}
-	return w.apply(sm)
+	return w.Apply(sm)
 }
 
 var rspecResult = mlLazy(`^(.+) - (passed|failed)`)
@@ -106,19 +106,19 @@ var rspecResult = mlLazy(`^(.+) - (passed|failed)`)
 // " - failed" on the line, and anything after it is ignored. Pending tests
 // are not recognised (upstream's pattern has no "pending").
 func parseRSpecTransformedJSON(log string, _ *task.Task) StatusMap {
-	sm, w := StatusMap{}, worstCopy{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := rspecResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[2] == "passed" {
-			w.set(sm, m[1], Passed)
+			w.Set(sm, m[1], Passed)
 		} else {
-			w.set(sm, m[1], Failed)
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return w.apply(sm)
+	return w.Apply(sm)
 }
 
 // parseJekyll picks the parser by the pull-request number in the instance

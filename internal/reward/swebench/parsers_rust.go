@@ -20,7 +20,7 @@ var (
 // holds a space (doc tests: "src/lib.rs - f (line 3)"), are left out, as
 // upstream leaves them.
 func parseCargo(log string, _ *task.Task) StatusMap {
-	sm, w := StatusMap{}, worstCopy{}
+	sm, w := StatusMap{}, WorstCopy{}
 	inFailures := false
 	for _, line := range mlLines(log) {
 		// libtest's report after the results: "failures:", one
@@ -35,9 +35,9 @@ func parseCargo(log string, _ *task.Task) StatusMap {
 			inFailures = false
 		case inFailures:
 			if m := cargoFailedSection.FindStringSubmatch(t); m != nil {
-				w.note(m[1], Failed)
+				w.Note(m[1], Failed)
 			} else if m := cargoFailedName.FindStringSubmatch(line); m != nil {
-				w.note(m[1], Failed)
+				w.Note(m[1], Failed)
 			}
 		}
 		m := cargoResult.FindStringSubmatch(pyStrip(line))
@@ -46,10 +46,10 @@ func parseCargo(log string, _ *task.Task) StatusMap {
 		}
 		switch m[2] {
 		case "ok":
-			w.set(sm, m[1], Passed)
+			w.Set(sm, m[1], Passed)
 		case "FAILED":
-			w.set(sm, m[1], Failed)
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return w.apply(sm)
+	return w.Apply(sm)
 }
