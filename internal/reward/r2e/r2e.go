@@ -78,6 +78,10 @@ func ParsePytest(log string) map[string]string {
 		return out
 	}
 	section := strings.TrimFunc(parts[1], pyIsSpace)
+	// Worst copy wins: a test the summary names as failed or errored stays
+	// so, whatever pass line for it comes later (pytest writes its PASSED
+	// lines first; a later one is printed by the code under test).
+	bad := map[string]string{}
 	for _, line := range strings.Split(section, "\n") {
 		var status string
 		first, _, _ := strings.Cut(strings.TrimLeftFunc(line, pyIsSpace), " ")
@@ -92,6 +96,14 @@ func ParsePytest(log string) map[string]string {
 			name, _, _ = strings.Cut(name, " - ")
 		}
 		out[name] = status
+		if _, seen := bad[name]; !seen && status != Passed {
+			bad[name] = status
+		}
+	}
+	for name, s := range bad {
+		if out[name] == Passed {
+			out[name] = s
+		}
 	}
 	return out
 }

@@ -152,6 +152,10 @@ func TestParsePytest(t *testing.T) {
 		{"a failure whose message says PASSED", "short test summary info\nFAILED a.py::t1 - expected PASSED\nXFAIL a.py::t2 - reason\n", map[string]string{"t1": "FAILED"}},
 		{"error without a node id", "short test summary info\nERROR a.py - ImportError\n", map[string]string{"": "ERROR"}},
 		{"classes and params", "short test summary info\nPASSED a.py::C::t[x::y]\n", map[string]string{"C.t[x.y]": "PASSED"}},
+		// Worst copy wins: a PASSED line printed after pytest's summary (at
+		// exit, by the code under test) does not undo its FAILED / ERROR.
+		{"pass after the failure", "short test summary info\nPASSED a.py::t3\nERROR a.py::t2 - RuntimeError\nFAILED a.py::t1 - assert 1 == 2\nPASSED a.py::t1\nPASSED a.py::t2\n",
+			map[string]string{"t1": "FAILED", "t2": "ERROR", "t3": "PASSED"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,10 +59,19 @@ var djangoPassSuffixes = []string{" ... ok", " ... OK", " ...  OK"}
 // last test whose result was interrupted by other output.
 func parseDjango(log string, _ *task.Task) StatusMap {
 	sm := StatusMap{}
+	w := WorstCopy{}
 	var prev string
 	havePrev := false
+	// header is the status of the failure header on the line before, whose
+	// next line is the test's docstring (its name in verbose output) unless
+	// it is the report's rule of dashes.
+	var header Status
 	for raw := range strings.SplitSeq(log, "\n") {
 		line := pyStrip(raw)
+		if header != "" && line != "" && strings.Trim(line, "-") != "" {
+			w.Note(line, header)
+		}
+		header = ""
 		if strings.Contains(line, "--version is equivalent to version") {
 			sm["--version is equivalent to version"] = Passed
 		}
@@ -86,20 +95,26 @@ func parseDjango(log string, _ *task.Task) StatusMap {
 			sm[pyBefore(line, " ... skipped")] = Skipped
 		}
 		if strings.HasSuffix(line, " ... FAIL") {
-			sm[pyBefore(line, " ... FAIL")] = Failed
+			w.Set(sm, pyBefore(line, " ... FAIL"), Failed)
+			noteUnittestLabel(w, pyBefore(line, " ... FAIL"), Failed)
 		}
 		if strings.HasPrefix(line, "FAIL:") {
 			if f := pyFields(line); len(f) > 1 {
-				sm[f[1]] = Failed
+				w.Set(sm, f[1], Failed)
 			}
+			noteHeader(w, line, "FAIL:", Failed)
+			header = Failed
 		}
 		if strings.HasSuffix(line, " ... ERROR") {
-			sm[pyBefore(line, " ... ERROR")] = Error
+			w.Set(sm, pyBefore(line, " ... ERROR"), Error)
+			noteUnittestLabel(w, pyBefore(line, " ... ERROR"), Error)
 		}
 		if strings.HasPrefix(line, "ERROR:") {
 			if f := pyFields(line); len(f) > 1 {
-				sm[f[1]] = Error
+				w.Set(sm, f[1], Error)
 			}
+			noteHeader(w, line, "ERROR:", Error)
+			header = Error
 		}
 		if strings.HasPrefix(pyLStrip(line), "ok") && havePrev {
 			sm[prev] = Passed
@@ -110,5 +125,30 @@ func parseDjango(log string, _ *task.Task) StatusMap {
 			sm[name] = Passed
 		}
 	}
-	return sm
+	return w.Apply(sm)
+}
+
+// noteHeader notes the test a unittest failure header ("FAIL: <label>",
+// "ERROR: <label>") names: the whole label, as verbose output spells it
+// ("test_x (mod.Class.test_x)"; the harness keeps only its first word),
+// and the test it belongs to when the label is a subtest's.
+func noteHeader(w WorstCopy, line, prefix string, s Status) {
+	label := pyStrip(strings.TrimPrefix(line, prefix))
+	if label == "" {
+		return
+	}
+	w.Note(label, s)
+	noteUnittestLabel(w, label, s)
+}
+
+// subtestOf matches a subtest's label, the test's own label followed by
+// its parameters: "test_x (mod.Class.test_x) (i=1)" or "... [msg]".
+var subtestOf = lazyre.New(`^(\w+ \([\w.]+\)) [\[(]`)
+
+// noteUnittestLabel notes the test a subtest belongs to: a test with a
+// failed subtest has failed.
+func noteUnittestLabel(w WorstCopy, label string, s Status) {
+	if m := subtestOf.FindStringSubmatch(label); m != nil {
+		w.Note(m[1], s)
+	}
 }

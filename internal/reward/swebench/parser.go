@@ -66,3 +66,44 @@ func ParserNames() []string {
 	sort.Strings(names)
 	return names
 }
+
+// failed says whether s is a failing status.
+func failed(s Status) bool { return s == Failed || s == Error }
+
+// WorstCopy holds the tests a log names as failed or errored, for the rule
+// every parser applies after the harness's own reading: a test that any
+// failure header or failure status line names is failed, whatever else the
+// log says about it. The harness lets the last line about a test win, so
+// code under test that prints a pass line for a test that then fails (an
+// "ok" after django's "test_x ... ", a "PASSED x" after pytest's
+// "FAILED x") would otherwise turn the failure into a pass.
+type WorstCopy map[string]Status
+
+// Note records that the log names name with status s; passes are ignored.
+func (w WorstCopy) Note(name string, s Status) {
+	if !failed(s) {
+		return
+	}
+	if _, seen := w[name]; !seen {
+		w[name] = s
+	}
+}
+
+// Apply makes every noted test that sm holds with a passing, skipped or
+// expected-failure status failed again (with the status first noted). It
+// never adds a test to sm: a name the harness did not record is already a
+// failure wherever a test list names it.
+func (w WorstCopy) Apply(sm StatusMap) StatusMap {
+	for name, s := range w {
+		if cur, ok := sm[name]; ok && !failed(cur) {
+			sm[name] = s
+		}
+	}
+	return sm
+}
+
+// Set is sm[name] = s that also notes a failure in w.
+func (w WorstCopy) Set(sm StatusMap, name string, s Status) {
+	sm[name] = s
+	w.Note(name, s)
+}

@@ -54,11 +54,34 @@ func TestParsersGolden(t *testing.T) {
 			if got == nil {
 				got = StatusMap{}
 			}
+			for k, s := range worstCopyDeviations[name+"/"+c] {
+				if o, ok := want[k]; !ok || failed(o) || !failed(s) {
+					t.Errorf("deviation %q: %s: official %q, listed %q: only a pass the log also names as failed may differ", name+"/"+c, k, o, s)
+				}
+				want[k] = s
+			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s on %s differs from SWE-bench's parser (-official +swerve):\n%s", name, logPath, diff)
 			}
 		})
 	}
+}
+
+// worstCopyDeviations are the only places where swerve's map may differ
+// from the official one on a golden log: tests the log names both as passed
+// and as failed, which the harness calls passed (the last line wins) and
+// swerve failed (the worst copy wins, see WorstCopy). Each is listed with
+// why failing it is the honest reading.
+var worstCopyDeviations = map[string]StatusMap{
+	// pytest -v --tb=no: test_error_at_teardown passes its call and errors
+	// in its teardown. The verbose lines say "PASSED" then "ERROR"; the
+	// summary says "ERROR <id> - <message>", which this parser keys with the
+	// message, and a later "PASSED <id>". parse_log_pytest keys both by the
+	// id and already calls the test ERROR; only this parser's keying of
+	// ERROR summaries lets the pass win.
+	"parse_log_pytest_v2/astropy_style_awkward": {"test_awkward.py::test_error_at_teardown": Error},
+	"parse_log_pytest_v2/capture_no_same_line":  {"test_awkward.py::test_error_at_teardown": Error},
+	"parse_log_pytest_v2/unescaped_ids_vv":      {"test_awkward.py::test_error_at_teardown": Error},
 }
 
 func readJSON(path string, v any) error {

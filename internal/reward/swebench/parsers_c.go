@@ -28,7 +28,7 @@ var (
 // "[err]: name in tests/unit/x.tcl", "[skip]: name", "[ignore]: name". A
 // failure's trailing " in <file>" is cut off.
 func parseRedis(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := redisResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -37,14 +37,14 @@ func parseRedis(log string, _ *task.Task) StatusMap {
 		name := m[2]
 		switch m[1] {
 		case "ok":
-			sm[name] = Passed
+			w.Set(sm, name, Passed)
 		case "err":
-			sm[redisInFile.ReplaceAllString(name, "")] = Failed
+			w.Set(sm, redisInFile.ReplaceAllString(name, ""), Failed)
 		case "skip", "ignore":
-			sm[name] = Skipped
+			w.Set(sm, name, Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var jqResult = mlLazy(`^\s*(PASS|FAIL):\s(.+)$`)
@@ -53,19 +53,19 @@ var jqResult = mlLazy(`^\s*(PASS|FAIL):\s(.+)$`)
 // "FAIL: tests/shtest". Other automake results (SKIP, XFAIL, ERROR) are not
 // recorded.
 func parseJQ(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := jqResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[1] == "PASS" {
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		} else {
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var microPythonResult = mlLazy(`^(pass|FAIL|skip)\s+(.+)$`)
@@ -73,7 +73,7 @@ var microPythonResult = mlLazy(`^(pass|FAIL|skip)\s+(.+)$`)
 // parseMicroPythonTest reads run-tests.py lines "pass  basics/int.py",
 // "FAIL  ...", "skip  ...".
 func parseMicroPythonTest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := microPythonResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -81,14 +81,14 @@ func parseMicroPythonTest(log string, _ *task.Task) StatusMap {
 		}
 		switch m[1] {
 		case "pass":
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		case "FAIL":
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		case "skip":
-			sm[m[2]] = Skipped
+			w.Set(sm, m[2], Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var googleTestResult = mlLazy(`^.*\[\s*(OK|FAILED)\s*\]\s(.*)\s\(.*\)$`)
@@ -98,19 +98,19 @@ var googleTestResult = mlLazy(`^.*\[\s*(OK|FAILED)\s*\]\s(.*)\s\(.*\)$`)
 // closing parenthesis, so the summary's "[  FAILED  ] Suite.Test, where
 // GetParam() = (1, 2)" counts as well, under the name upstream gives it.
 func parseGoogleTest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := googleTestResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[1] == "OK" {
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		} else {
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseDoctest reads the XML report of a doctest binary run with -s -r=xml:
@@ -136,7 +136,7 @@ func parseDoctest(log string, _ *task.Task) StatusMap {
 	if err != nil {
 		return nil
 	}
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, tc := range root.descendants("TestCase") {
 		for _, sc := range tc.descendants("SubCase") {
 			name := tc.attr("name") + " > " + sc.attr("name")
@@ -147,10 +147,10 @@ func parseDoctest(log string, _ *task.Task) StatusMap {
 					break
 				}
 			}
-			sm[name] = status
+			w.Set(sm, name, status)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // xmlNode is the part of an ElementTree element the doctest parser needs.

@@ -19,7 +19,7 @@ var goTestResult = mlLazy(`^--- (PASS|FAIL|SKIP): (.+) \((.+)\)$`)
 // parseGoTest reads the "--- PASS: TestName (0.00s)" lines go test -v prints
 // for every test and subtest.
 func parseGoTest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		m := goTestResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -27,14 +27,14 @@ func parseGoTest(log string, _ *task.Task) StatusMap {
 		}
 		switch m[1] {
 		case "PASS":
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		case "FAIL":
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		case "SKIP":
-			sm[m[2]] = Skipped
+			w.Set(sm, m[2], Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // Python's re module, given a str pattern, reads \s, \d and \w as Unicode

@@ -21,14 +21,14 @@ var (
 // BUILD SUCCESS / BUILD FAILURE. Names and results are paired first come,
 // first served; a result seen before any command waits for a later one.
 func parseMaven(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	var pending, early []string
 	record := func(name, result string) {
 		switch result {
 		case "SUCCESS":
-			sm[name] = Passed
+			w.Set(sm, name, Passed)
 		case "FAILURE":
-			sm[name] = Failed
+			w.Set(sm, name, Failed)
 		}
 	}
 	for _, line := range mlLines(log) {
@@ -49,7 +49,7 @@ func parseMaven(log string, _ *task.Task) StatusMap {
 		record(pending[0], early[0])
 		pending, early = pending[1:], early[1:]
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var antResult = mlLazy(`^\s*\[junit\]\s+\[(PASS|FAIL|ERR)\]\s+(.*)$`)
@@ -57,19 +57,19 @@ var antResult = mlLazy(`^\s*\[junit\]\s+\[(PASS|FAIL|ERR)\]\s+(.*)$`)
 // parseAnt reads "[junit] [PASS] Class.method" lines (lombok's ant build);
 // errors count as failures.
 func parseAnt(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := antResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[1] == "PASS" {
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		} else {
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -83,12 +83,12 @@ var (
 // a name from its status, a bare "Class > method" line is remembered until a
 // line holding only PASSED or FAILED; a full line in between forgets it.
 func parseGradleCustom(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	pending := ""
 	for _, line := range mlLines(log) {
 		line = pyStrip(line)
 		if m := gradleFull.FindStringSubmatch(line); m != nil {
-			sm[m[1]] = gradleStatusOf(m[2])
+			w.Set(sm, m[1], gradleStatusOf(m[2]))
 			pending = ""
 			continue
 		}
@@ -98,12 +98,12 @@ func parseGradleCustom(log string, _ *task.Task) StatusMap {
 		}
 		if pending != "" {
 			if m := gradleStatus.FindStringSubmatch(line); m != nil {
-				sm[pending] = gradleStatusOf(m[1])
+				w.Set(sm, pending, gradleStatusOf(m[1]))
 				pending = ""
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 func gradleStatusOf(s string) Status {

@@ -48,23 +48,35 @@ var jestResult = mlLazy(`^\s*(✓|✕|○)\s(.+?)(?:\s\((\d+\s*m?s)\))?$`)
 // name". Only the test's own title is kept (not its describe blocks), so
 // equal titles in different blocks share one entry, the last one winning.
 func parseJest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := jestResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
+			noteJestHeader(w, line)
 			continue
 		}
 		name := pyStrip(m[2])
 		switch m[1] {
 		case "✓":
-			sm[name] = Passed
+			w.Set(sm, name, Passed)
 		case "✕":
-			sm[name] = Failed
+			w.Set(sm, name, Failed)
 		case "○":
-			sm[name] = Skipped
+			w.Set(sm, name, Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
+}
+
+// noteJestHeader notes the test a jest failure header names: "● describe
+// › ... › title" opens the report of each failed test, and the parser keys
+// tests by their title alone.
+func noteJestHeader(w WorstCopy, line string) {
+	h, ok := strings.CutPrefix(pyStrip(mlAnsiEscape(line)), "● ")
+	if !ok || !strings.Contains(h, " › ") {
+		return
+	}
+	w.Note(pyStrip(h[strings.LastIndex(h, " › ")+len(" › "):]), Failed)
 }
 
 var jestJSONResult = mlLazy(`^\[(PASSED|FAILED)\]\s(.+)$`)
@@ -72,19 +84,19 @@ var jestJSONResult = mlLazy(`^\[(PASSED|FAILED)\]\s(.+)$`)
 // parseJestJSON reads "[PASSED] full name" lines, which the harness makes
 // from jest --json output with jq.
 func parseJestJSON(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := jestJSONResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[1] == "PASSED" {
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		} else {
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var vitestResult = mlLazy(`^\s*(✓|×|↓)\s(.+?)(?:\s(\d+\s*m?s?|\[skipped\]))?$`)
@@ -93,7 +105,7 @@ var vitestResult = mlLazy(`^\s*(✓|×|↓)\s(.+?)(?:\s(\d+\s*m?s?|\[skipped\]))
 // 2ms", "× ...", "↓ ... [skipped]". As upstream's duration group makes the
 // unit optional, a name ending in a space and a number loses that number.
 func parseVitest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := vitestResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -101,14 +113,14 @@ func parseVitest(log string, _ *task.Task) StatusMap {
 		}
 		switch m[1] {
 		case "✓":
-			sm[m[2]] = Passed
+			w.Set(sm, m[2], Passed)
 		case "×":
-			sm[m[2]] = Failed
+			w.Set(sm, m[2], Failed)
 		case "↓":
-			sm[m[2]] = Skipped
+			w.Set(sm, m[2], Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var karmaLine = mlLazy(`^(\s*)?([✔✖])?\s(.*)$`)
@@ -121,13 +133,13 @@ var karmaLine = mlLazy(`^(\s*)?([✔✖])?\s(.*)$`)
 // ... > test". The indentation counted is one less than the line's, because
 // the pattern's \s takes the last leading blank. Lines are not trimmed.
 func parseKarma(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	indent := -1
 	var suite []string
 	started := false
 	for _, line := range mlLines(log) {
 		if strings.HasPrefix(line, "SUMMARY:") {
-			return sm
+			return w.Apply(sm)
 		}
 		if strings.Contains(line, "Starting browser") {
 			started = true
@@ -157,12 +169,12 @@ func parseKarma(log string, _ *task.Task) StatusMap {
 		}
 		switch mark {
 		case "✔":
-			sm[strings.Join(append(slices.Clip(suite), name), " > ")] = Passed
+			w.Set(sm, strings.Join(append(slices.Clip(suite), name), " > "), Passed)
 		case "✖":
-			sm[strings.Join(append(slices.Clip(suite), name), " > ")] = Failed
+			w.Set(sm, strings.Join(append(slices.Clip(suite), name), " > "), Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var tapResult = mlLazy(`^(ok|not ok) (\d+) (.+)$`)
@@ -171,19 +183,19 @@ var tapResult = mlLazy(`^(ok|not ok) (\d+) (.+)$`)
 // everything after the number, including "- " and any "# SKIP" directive
 // (so a skipped test counts as passed, a TODO one as failed).
 func parseTap(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := tapResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[1] == "ok" {
-			sm[m[3]] = Passed
+			w.Set(sm, m[3], Passed)
 		} else {
-			sm[m[3]] = Failed
+			w.Set(sm, m[3], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseImmutableJS picks the parser by the instance id's last "-" field:
@@ -239,7 +251,7 @@ var (
 // "suite - ... - test" from indentation; a test outside any suite is
 // "- test". The suite stack carries over from one command to the next.
 func parseCalypso(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	var suite []indentedName
 	name := func(re *lazyre.Regexp, line string) (string, bool) {
 		m := re.FindStringSubmatch(line)
@@ -273,13 +285,13 @@ func parseCalypso(log string, _ *task.Task) StatusMap {
 				if !ok {
 					return nil // upstream: .group() on a failed match
 				}
-				sm[n] = status
+				w.Set(sm, n, status)
 			case mlIndent(line) > 0:
 				suite = pushIndented(suite, line)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // chartJSFailure is upstream's
@@ -294,11 +306,11 @@ var chartJSFailure = lazyre.Func(func() *regexp.Regexp {
 // parseChartJS records the "Chrome 120.0 (Linux x86_64) name FAILED" lines of
 // karma's output (after removing ANSI codes) as failures; nothing passes.
 func parseChartJS(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, m := range chartJSFailure.FindAllStringSubmatch(mlAnsiEscape(log), -1) {
-		sm[m[1]] = Failed
+		w.Set(sm, m[1], Failed)
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var markedFailure = mlLazy(`^\d+\)\s(.*)`)
@@ -306,13 +318,13 @@ var markedFailure = mlLazy(`^\d+\)\s(.*)`)
 // parseMarked records mocha/jasmine's numbered failure list "1) name" as
 // failures.
 func parseMarked(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		if m := markedFailure.FindStringSubmatch(line); m != nil {
-			sm[pyStrip(m[1])] = Failed
+			w.Set(sm, pyStrip(m[1]), Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var p5jsFailure = mlLazy(`(?ms)^\s*(\d+)\)(.{0,1000}?):`)
@@ -323,7 +335,7 @@ var p5jsFailure = mlLazy(`(?ms)^\s*(\d+)\)(.{0,1000}?):`)
 // than the one before; its lines, trimmed, are joined with ":".
 func parseP5JS(log string, _ *task.Task) StatusMap {
 	log = p5jsRemoveXML(p5jsRemoveJSON(mlAnsiEscape(log)))
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, m := range p5jsFailure.FindAllStringSubmatch(log, -1) {
 		lines := strings.Split(m[2], "\n")
 		valid, last := true, 0
@@ -341,9 +353,9 @@ func parseP5JS(log string, _ *task.Task) StatusMap {
 		for i, l := range lines {
 			lines[i] = pyStrip(l)
 		}
-		sm[strings.Join(lines, ":")] = Failed
+		w.Set(sm, strings.Join(lines, ":"), Failed)
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // p5jsRemoveJSON drops lines inside (and the lines opening and closing) what
@@ -467,16 +479,16 @@ var jestSuiteLine = []struct {
 // path" lines (react-pdf, carbon, and lighthouse's jest versions): the
 // results are per file, not per test.
 func parseJestSuiteLines(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		for _, p := range jestSuiteLine {
 			if m := p.re.FindStringSubmatch(line); m != nil {
-				sm[m[1]] = p.status
+				w.Set(sm, m[1], p.status)
 				break
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // bpmnJSFailures are upstream's four karma failure patterns, searched over
@@ -491,13 +503,13 @@ var bpmnJSFailures = []*lazyre.Regexp{
 // parseBpmnJS records karma's "<browser> (Linux ...) name FAILED" lines as
 // failures.
 func parseBpmnJS(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, re := range bpmnJSFailures {
 		for _, m := range re.FindAllStringSubmatch(log, -1) {
-			sm[m[len(m)-1]] = Failed
+			w.Set(sm, m[len(m)-1], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -511,11 +523,11 @@ func pyCollapse(s string) string { return pyStrip(pyBlankRun.ReplaceAllString(s,
 // parseESLint records mocha's numbered failures "  1) title ... Error" as
 // failures, the title's white space collapsed.
 func parseESLint(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, m := range eslintFailure.FindAllStringSubmatch(log, -1) {
-		sm[pyCollapse(m[2])] = Failed
+		w.Set(sm, pyCollapse(m[2]), Failed)
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -527,14 +539,14 @@ var (
 // parseGrommet reads jest's per-file "FAIL path" and "PASS path (1.2 s)"
 // lines; a file both failed and passed in the log counts as passed.
 func parseGrommet(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, m := range grommetFail.FindAllStringSubmatch(log, -1) {
-		sm[grommetTiming.ReplaceAllString(pyStrip(m[1]), "")] = Failed
+		w.Set(sm, grommetTiming.ReplaceAllString(pyStrip(m[1]), ""), Failed)
 	}
 	for _, m := range grommetPass.FindAllStringSubmatch(log, -1) {
-		sm[grommetTiming.ReplaceAllString(pyStrip(m[1]), "")] = Passed
+		w.Set(sm, grommetTiming.ReplaceAllString(pyStrip(m[1]), ""), Passed)
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -550,7 +562,7 @@ func parseHighlightJS(log string, _ *task.Task) StatusMap {
 		log = log[:loc[0]]
 	}
 	untime := func(s string) string { return pyStrip(msTiming.ReplaceAllString(s, "")) }
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	var suite []string
 	for _, line := range mlLines(log) {
 		trimmed := pyStrip(line)
@@ -561,15 +573,15 @@ func parseHighlightJS(log string, _ *task.Task) StatusMap {
 				check = "✓"
 			}
 			_, after, _ := strings.Cut(line, check)
-			sm[strings.Join(append(slices.Clip(suite), untime(after)), ".")] = Passed
+			w.Set(sm, strings.Join(append(slices.Clip(suite), untime(after)), "."), Passed)
 		case mochaNumbered.MatchString(trimmed):
 			_, after, _ := strings.Cut(line, ")")
-			sm[strings.Join(append(slices.Clip(suite), untime(after)), ".")] = Failed
+			w.Set(sm, strings.Join(append(slices.Clip(suite), untime(after)), "."), Failed)
 		case strings.HasPrefix(line, "  "):
 			suite = []string{trimmed}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -603,21 +615,21 @@ func parseLighthouse(log string, t *task.Task) StatusMap {
 	if v >= 3 {
 		return parseJestSuiteLines(log, t)
 	}
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	chunks := strings.Split(log, "./node_modules/.bin/mocha --reporter json")
 	for _, chunk := range chunks[1:] {
 		passes := pyLastAfter(chunk, `"passes": [`)
 		passes = pyBeforeLast(passes, "]")
 		for _, m := range mochaJSONTitle.FindAllStringSubmatch(passes, -1) {
-			sm[m[1]] = Passed
+			w.Set(sm, m[1], Passed)
 		}
 		failures := pyLastAfter(chunk, `"failures": [`)
 		failures = pyBeforeLast(failures, "],")
 		for _, m := range mochaJSONTitle.FindAllStringSubmatch(failures, -1) {
-			sm[m[1]] = Failed
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // pyLastAfter is Python's s.split(sep)[-1].
@@ -673,7 +685,7 @@ func isASCIIDigit(c byte) bool { return c >= '0' && c <= '9' }
 // "running N test files": "✔ test (12ms)" passes and "1) test" failures,
 // named "suite - ... - test" from indentation.
 func parseLighthouseMocha(log string) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	runs := lighthouseMochaRun.Split(log, -1)
 	for _, run := range runs[1:] {
 		run = pyStrip(lighthouseMochaPassing.Split(run, -1)[0])
@@ -682,7 +694,7 @@ func parseLighthouseMocha(log string) StatusMap {
 			found := false
 			for _, p := range lighthouseMochaLine {
 				if m := p.re.FindStringSubmatch(pyStrip(line)); m != nil {
-					sm[pyJoinSuite(suite, m[1], " - ")] = p.status
+					w.Set(sm, pyJoinSuite(suite, m[1], " - "), p.status)
 					found = true
 					break
 				}
@@ -692,7 +704,7 @@ func parseLighthouseMocha(log string) StatusMap {
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var (
@@ -715,7 +727,7 @@ func parseNext(log string, t *task.Task) StatusMap {
 }
 
 func parseNextV1(log string) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	var suite []indentedName
 	log = mlAnsiEscape(log)
 	log = nextAssertion.ReplaceAllString(log, "")
@@ -734,19 +746,19 @@ func parseNextV1(log string) StatusMap {
 				}
 			}
 			if m := nextFail.FindStringSubmatch(line); m != nil {
-				sm[pyJoinSuite(suite, m[1], " - ")] = Failed
+				w.Set(sm, pyJoinSuite(suite, m[1], " - "), Failed)
 			} else if m := nextPass.FindStringSubmatch(line); m != nil {
-				sm[pyJoinSuite(suite, m[1], " - ")] = Passed
+				w.Set(sm, pyJoinSuite(suite, m[1], " - "), Passed)
 			} else if mlIndent(line) > 0 {
 				suite = pushIndented(suite, line)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 func parseNextV2(log string) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	matches := nextSuites.FindAllStringSubmatchIndex(log, -1)
 	for i, m := range matches {
 		suite := log[m[4]:m[5]]
@@ -756,13 +768,13 @@ func parseNextV2(log string) StatusMap {
 		}
 		chunk := log[m[1]:end]
 		for _, f := range nextV2Fail.FindAllStringSubmatch(chunk, -1) {
-			sm[suite+": "+pyStrip(f[1])] = Failed
+			w.Set(sm, suite+": "+pyStrip(f[1]), Failed)
 		}
 		for _, p := range nextV2Pass.FindAllStringSubmatch(chunk, -1) {
-			sm[suite+": "+pyStrip(p[1])] = Passed
+			w.Set(sm, suite+": "+pyStrip(p[1]), Passed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // openLayersFailures are upstream's four failure patterns, searched over the
@@ -779,13 +791,13 @@ var openLayersFailures = []*lazyre.Regexp{
 // numbered failures and rendering "case x: mismatch" lines as failures,
 // white space collapsed.
 func parseOpenLayers(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, re := range openLayersFailures {
 		for _, m := range re.FindAllStringSubmatch(log, -1) {
-			sm[pyCollapse(m[1])] = Failed
+			w.Set(sm, pyCollapse(m[1]), Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parsePrismJS reads the mocha JSON report that follows each run of prism's
@@ -793,7 +805,7 @@ func parseOpenLayers(log string, _ *task.Task) StatusMap {
 // and the fullTitle of its failures and passes are recorded.
 func parsePrismJS(log string, _ *task.Task) StatusMap {
 	const cmd = "./node_modules/.bin/mocha tests/run.js --reporter json"
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, chunk := range strings.Split(log, cmd)[1:] {
 		_, body, found := strings.Cut(chunk, "{")
 		if !found {
@@ -817,11 +829,11 @@ func parsePrismJS(log string, _ *task.Task) StatusMap {
 				return nil
 			}
 			for _, title := range titles {
-				sm[title] = k.status
+				w.Set(sm, title, k.status)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // mochaTitles returns the fullTitle of each test in a mocha JSON list, or
@@ -875,7 +887,7 @@ var (
 // test line without either status counts as failed, unless it is a
 // summary or INFO line.
 func parseQuartoCLI(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	tmp := map[string]int{}
 	for _, line := range mlLines(log) {
 		if strings.Contains(line, "ERRORS") || strings.Contains(line, "failures:") {
@@ -905,14 +917,17 @@ func parseQuartoCLI(log string, _ *task.Task) StatusMap {
 		}
 		switch {
 		case strings.Contains(line, "32mok"):
-			sm[name] = Passed
+			w.Set(sm, name, Passed)
 		case strings.Contains(line, "31mFAILED"):
-			sm[name] = Failed
+			w.Set(sm, name, Failed)
 		default:
+			// A line with no status yet (deno prints the name again with
+			// its status after the test's output): failed until then, but
+			// not a failure line, so a later "ok" still counts.
 			if _, ok := sm[name]; !ok {
 				sm[name] = Failed
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }

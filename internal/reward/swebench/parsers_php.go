@@ -17,7 +17,7 @@ var (
 // (a duration, trailing spaces) stays in the key; a test before any header
 // is filed under "None", Python's rendering of the unset suite.
 func parsePHPUnit(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	suite := "None"
 	for _, line := range mlLines(log) {
 		if m := phpunitSuite.FindStringSubmatch(line); m != nil {
@@ -31,12 +31,12 @@ func parsePHPUnit(log string, _ *task.Task) StatusMap {
 		name := suite + " > " + m[2]
 		switch m[1] {
 		case "✔":
-			sm[name] = Passed
+			w.Set(sm, name, Passed)
 		case "✘":
-			sm[name] = Failed
+			w.Set(sm, name, Failed)
 		case "↩":
-			sm[name] = Skipped
+			w.Set(sm, name, Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }

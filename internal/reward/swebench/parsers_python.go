@@ -127,30 +127,30 @@ func pytestResult(line string) (name string, status Status, ok bool) {
 // parsePytest is upstream's parse_log_pytest (also astroid, flask,
 // marshmallow, pvlib, pyvista, sqlfluff and xarray).
 func parsePytest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for line := range strings.SplitSeq(log, "\n") {
 		if name, st, ok := pytestResult(line); ok {
-			sm[name] = st
+			w.Set(sm, name, st)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseMatplotlib is parse_log_pytest after spelling matplotlib's
 // MouseButton.LEFT / MouseButton.RIGHT parameters as 1 and 3, as the dataset's
 // test ids do.
 func parseMatplotlib(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for line := range strings.SplitSeq(log, "\n") {
 		if strings.Contains(line, "MouseButton.") {
 			line = strings.ReplaceAll(line, "MouseButton.LEFT", "1")
 			line = strings.ReplaceAll(line, "MouseButton.RIGHT", "3")
 		}
 		if name, st, ok := pytestResult(line); ok {
-			sm[name] = st
+			w.Set(sm, name, st)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parsePytestOptions is upstream's parse_log_pytest_options (pydicom,
@@ -159,7 +159,7 @@ func parseMatplotlib(log string, _ *task.Task) StatusMap {
 // and a parameter that is an absolute path (one leading "/", no "*") is cut
 // to "/" plus its last element, so ids built from temporary paths match.
 func parsePytestOptions(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for line := range strings.SplitSeq(log, "\n") {
 		name, st, ok := pytestResult(line)
 		if !ok {
@@ -173,9 +173,9 @@ func parsePytestOptions(log string, _ *task.Task) StatusMap {
 			}
 			name = main + "[" + option + "]"
 		}
-		sm[name] = st
+		w.Set(sm, name, st)
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // stripTerminalCodes does what parse_log_pytest_v2 does to each line before
@@ -237,7 +237,7 @@ func stripTerminalCodes(line string) string {
 // skipped). Any other line ending with a status word is read as verbose
 // output, "<name...> STATUS", and maps its other words to its last word.
 func parsePytestV2(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for line := range strings.SplitSeq(log, "\n") {
 		line = stripTerminalCodes(line)
 		if startsWithStatus(line) {
@@ -246,16 +246,16 @@ func parsePytestV2(log string, _ *task.Task) StatusMap {
 			}
 			f := pyFields(line)
 			if len(f) >= 2 && !isSkipSummary(f[0], f[1]) {
-				sm[strings.Join(f[1:], " ")] = Status(f[0])
+				w.Set(sm, strings.Join(f[1:], " "), Status(f[0]))
 			}
 		} else if endsWithStatus(line) {
 			f := pyFields(line)
 			if len(f) >= 2 {
-				sm[strings.Join(f[:len(f)-1], " ")] = Status(f[len(f)-1])
+				w.Set(sm, strings.Join(f[:len(f)-1], " "), Status(f[len(f)-1]))
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseSeaborn is upstream's parse_log_seaborn. It knows only FAILED and
@@ -263,7 +263,7 @@ func parsePytestV2(log string, _ *task.Task) StatusMap {
 // " PASSED " counts only when PASSED is its second word ("<name> PASSED
 // [ 50%]"), and such a line is never also read as "PASSED <name>".
 func parseSeaborn(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for line := range strings.SplitSeq(log, "\n") {
 		first, second, ok := firstTwoFields(line)
 		if !ok {
@@ -271,7 +271,7 @@ func parseSeaborn(log string, _ *task.Task) StatusMap {
 		}
 		switch {
 		case strings.HasPrefix(line, string(Failed)):
-			sm[second] = Failed
+			w.Set(sm, second, Failed)
 		case strings.Contains(line, " PASSED "):
 			if second == string(Passed) {
 				sm[first] = Passed
@@ -280,7 +280,7 @@ func parseSeaborn(log string, _ *task.Task) StatusMap {
 			sm[second] = Passed
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // sympyFailureKey reads a line the way upstream's findall of
@@ -308,10 +308,15 @@ func sympyFailureKey(line string) (string, bool) {
 // "test_" and ends with " E", " F" or " ok" (bin/test --verbose) marks its
 // first word ERROR, FAILED or PASSED.
 func parseSympy(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for raw := range strings.SplitSeq(log, "\n") {
 		if key, ok := sympyFailureKey(raw); ok {
-			sm[key] = Failed
+			w.Set(sm, key, Failed)
+			// The verbose lines name a test by its function alone; a
+			// report header for "<path>.py:test_x" fails "test_x" too.
+			if name := key[strings.LastIndex(key, ".py:")+len(".py:"):]; strings.HasPrefix(name, "test_") {
+				w.Note(name, Failed)
+			}
 		}
 	}
 	for raw := range strings.SplitSeq(log, "\n") {
@@ -330,7 +335,7 @@ func parseSympy(log string, _ *task.Task) StatusMap {
 		default:
 			continue
 		}
-		sm[pyFields(line)[0]] = st
+		w.Set(sm, pyFields(line)[0], st)
 	}
-	return sm
+	return w.Apply(sm)
 }

@@ -39,7 +39,10 @@ var pythonLineCases = []struct {
 	{"parse_log_pytest", "CRLF", "PASSED a.py::t\r\nFAILED b.py::u - x\r", StatusMap{"a.py::t": Passed, "b.py::u": Failed}},
 	{"parse_log_pytest", "Python white space", "PASSED a.py::t[x\u00a0y]\nPASSED b.py::t[x\x1cy]\nPASSED c.py::t[x\u200by]",
 		StatusMap{"a.py::t[x": Passed, "b.py::t[x": Passed, "c.py::t[x\u200by]": Passed}},
-	{"parse_log_pytest", "last line wins", "FAILED a.py::t\nPASSED a.py::t", StatusMap{"a.py::t": Passed}},
+	// Upstream lets the last line win (PASSED here); swerve lets the failure
+	// win (see WorstCopy), the one place these cases leave upstream.
+	{"parse_log_pytest", "failure wins over a later pass", "FAILED a.py::t\nPASSED a.py::t", StatusMap{"a.py::t": Failed}},
+	{"parse_log_pytest", "later line wins otherwise", "SKIPPED a.py::t\nPASSED a.py::t", StatusMap{"a.py::t": Passed}},
 
 	// parse_log_pytest_options: parameters that are absolute paths.
 	{"parse_log_pytest_options", "absolute path", "PASSED t.py::f[/tmp/pytest-of-root/pytest-3/x.dcm]", StatusMap{"t.py::f[/x.dcm]": Passed}},

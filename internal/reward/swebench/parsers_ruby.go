@@ -3,6 +3,7 @@ package swebench
 import (
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -14,26 +15,39 @@ func init() {
 	RegisterParser("parse_log_jekyll", parseJekyll)
 }
 
-var minitestResult = mlLazy(`^(.+)\. .*=.*(\.|F|E).*$`)
+var (
+	minitestResult   = mlLazy(`^(.+)\. .*=.*(\.|F|E).*$`)
+	minitestHeader   = lazyre.New(`^\s*\d+\) (Failure|Error):$`)
+	minitestLocation = lazyre.New(`\s*\[[^\[\]]*\]$`)
+)
 
 // parseMinitest reads minitest --verbose lines "name. = 0.01 s = ." as
 // upstream does: the name runs to the last ". " that has an "=" and a
 // result mark after it, and the mark is the last '.', 'F' or 'E' of the
 // line. Errors count as failures.
 func parseMinitest(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
+	afterHeader := false
 	for _, line := range mlLines(log) {
+		// "  1) Failure:" and "  2) Error:" open a failed test's report; the
+		// next line names it: "name.  [file:line]:" or "name. :".
+		if afterHeader {
+			name := strings.TrimSuffix(pyStrip(line), ":")
+			name = pyStrip(minitestLocation.ReplaceAllString(name, ""))
+			w.Note(strings.TrimSuffix(name, "."), Failed)
+		}
+		afterHeader = minitestHeader.MatchString(line)
 		m := minitestResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[2] == "." {
-			sm[m[1]] = Passed
+			w.Set(sm, m[1], Passed)
 		} else {
-			sm[m[1]] = Failed
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var cucumberResult = mlLazy(`^(.*) \.+(\.|F)`)
@@ -41,19 +55,19 @@ var cucumberResult = mlLazy(`^(.*) \.+(\.|F)`)
 // parseCucumber reads "name ....F"-style progress lines: the name is what
 // precedes the last run of dots that ends in '.' or 'F'.
 func parseCucumber(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := cucumberResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[2] == "." {
-			sm[m[1]] = Passed
+			w.Set(sm, m[1], Passed)
 		} else {
-			sm[m[1]] = Failed
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // rubyUnitResult is upstream's `^\s*(?:test: )?(.+):\s+(\.|E\b|F\b|O\b)`.
@@ -66,7 +80,7 @@ var rubyUnitResult = mlLazy(`^\s*(?:test: )?(.+):\s+(?:(\.)|([EFO])(?:\W|$))`)
 // description: F" and so on, the name running to the last colon that a mark
 // follows. E and F are failures, O (omitted) a skip.
 func parseRubyUnit(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := rubyUnitResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
@@ -74,14 +88,14 @@ func parseRubyUnit(log string, _ *task.Task) StatusMap {
 		}
 		switch m[2] + m[3] {
 		case ".":
-			sm[m[1]] = Passed
+			w.Set(sm, m[1], Passed)
 		case "E", "F":
-			sm[m[1]] = Failed
+			w.Set(sm, m[1], Failed)
 		case "O":
-			sm[m[1]] = Skipped
+			w.Set(sm, m[1], Skipped)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 var rspecResult = mlLazy(`^(.+) - (passed|failed)`)
@@ -92,19 +106,19 @@ var rspecResult = mlLazy(`^(.+) - (passed|failed)`)
 // " - failed" on the line, and anything after it is ignored. Pending tests
 // are not recognised (upstream's pattern has no "pending").
 func parseRSpecTransformedJSON(log string, _ *task.Task) StatusMap {
-	sm := StatusMap{}
+	sm, w := StatusMap{}, WorstCopy{}
 	for _, line := range mlLines(log) {
 		m := rspecResult.FindStringSubmatch(pyStrip(line))
 		if m == nil {
 			continue
 		}
 		if m[2] == "passed" {
-			sm[m[1]] = Passed
+			w.Set(sm, m[1], Passed)
 		} else {
-			sm[m[1]] = Failed
+			w.Set(sm, m[1], Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseJekyll picks the parser by the pull-request number in the instance

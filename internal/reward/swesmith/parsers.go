@@ -82,20 +82,27 @@ func pyFields(s string) []string { return strings.FieldsFunc(s, pyIsSpace) }
 // parsePytest: a line that starts with a name (no whitespace in it),
 // then whitespace, then a status word, records that status for the name.
 func parsePytest(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		end := strings.IndexFunc(line, pyIsSpace)
 		if end <= 0 {
 			continue
 		}
+		// pytest's short summary ("FAILED path::test - message", on by
+		// default) names every failed or errored test once more.
+		for _, s := range []swebench.Status{swebench.Failed, swebench.Error} {
+			if name, ok := statusThenName(line, s); ok {
+				w.Note(name, s)
+			}
+		}
 		rest := strings.TrimLeftFunc(line[end:], pyIsSpace)
 		for _, s := range statusOrder {
 			if strings.HasPrefix(rest, string(s)) {
-				sm[line[:end]] = s
+				w.Set(sm, line[:end], s)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // statusThenName matches "<STATUS><one space><name>" at the start of s and
@@ -122,15 +129,15 @@ func statusThenName(s string, status swebench.Status) (string, bool) {
 
 // parseParamiko: lines "<STATUS> <name>" (pytest -rA's summary).
 func parseParamiko(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		for _, s := range statusOrder {
 			if name, ok := statusThenName(line, s); ok {
-				sm[name] = s
+				w.Set(sm, name, s)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // gwWorker matches pytest-xdist's "[gwN] " prefix (one digit, any script).
@@ -138,7 +145,7 @@ var gwWorker = lazyre.New(`^\[gw\p{Nd}\][` + pySpaceClass + `]`)
 
 // parseAutograd: lines "[gwN] <STATUS> <name>" (pytest-xdist, verbose).
 func parseAutograd(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		loc := gwWorker.FindStringIndex(line)
 		if loc == nil {
@@ -146,49 +153,49 @@ func parseAutograd(log string, _ *task.Task) swebench.StatusMap {
 		}
 		for _, s := range statusOrder {
 			if name, ok := statusThenName(line[loc[1]:], s); ok {
-				sm[name] = s
+				w.Set(sm, name, s)
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseMypy: a line mentioning PASSED (else FAILED) records it for the
 // line's last word.
 func parseMypy(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		for _, s := range []swebench.Status{swebench.Passed, swebench.Failed} {
 			if strings.Contains(line, string(s)) {
 				f := pyFields(line)
-				sm[f[len(f)-1]] = s
+				w.Set(sm, f[len(f)-1], s)
 				break
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // parseTornado reads unittest's verbose lines as tornado's runner prints
 // them: "name ... ok", "name ... skipped <why>", and "FAIL: / ERROR: name
 // (module)" headers, both recorded as FAILED.
 func parseTornado(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
 		switch {
 		case strings.HasSuffix(line, "... ok"):
 			name, _, _ := strings.Cut(line, " ... ")
-			sm[name] = swebench.Passed
+			w.Set(sm, name, swebench.Passed)
 		case strings.Contains(line, " ... skipped "):
 			name, _, _ := strings.Cut(line, " ... ")
-			sm[name] = swebench.Skipped
+			w.Set(sm, name, swebench.Skipped)
 		case strings.HasPrefix(line, "ERROR:") || strings.HasPrefix(line, "FAIL:"):
 			f := pyFields(line)
 			f = f[1:min(3, len(f))]
-			sm[strings.Join(f, " ")] = swebench.Failed
+			w.Set(sm, strings.Join(f, " "), swebench.Failed)
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }
 
 // slugifyName is python-slugify's test-name pattern: "name ... <result>".
@@ -203,16 +210,35 @@ var slugifyResults = []struct {
 	{lazyre.New(slugifyName + `ERROR$`), swebench.Error},
 }
 
+// subtestOf matches a unittest subtest's label, its test's label and the
+// subtest's parameters.
+var subtestOf = lazyre.New(`^(\w+ \([\w.]+\)) [\[(]`)
+
 // parseSlugify reads unittest's verbose lines "name ... ok|FAIL|ERROR".
 func parseSlugify(log string, _ *task.Task) swebench.StatusMap {
-	sm := swebench.StatusMap{}
+	sm, w := swebench.StatusMap{}, swebench.WorstCopy{}
 	for _, line := range strings.Split(log, "\n") {
+		// unittest's "FAIL: <label>" / "ERROR: <label>" headers, which
+		// upstream does not read, name the failed tests too (and a
+		// subtest's label starts with its test's).
+		for _, h := range []struct {
+			prefix string
+			status swebench.Status
+		}{{"FAIL:", swebench.Failed}, {"ERROR:", swebench.Error}} {
+			if label, ok := strings.CutPrefix(line, h.prefix); ok {
+				label = strings.TrimFunc(label, pyIsSpace)
+				w.Note(label, h.status)
+				if m := subtestOf.FindStringSubmatch(label); m != nil {
+					w.Note(m[1], h.status)
+				}
+			}
+		}
 		for _, r := range slugifyResults {
 			if m := r.re.FindStringSubmatch(line); m != nil {
-				sm[m[1]] = r.status
+				w.Set(sm, m[1], r.status)
 				break
 			}
 		}
 	}
-	return sm
+	return w.Apply(sm)
 }

@@ -388,3 +388,38 @@ func TestRunLocal(t *testing.T) {
 		}
 	})
 }
+
+// Worst copy wins: a pass line the code under test prints for a test that
+// then fails does not turn the failure into a pass.
+func TestWorstCopyWins(t *testing.T) {
+	tests := []struct {
+		name   string
+		parser swebench.Parser
+		log    string
+		want   swebench.StatusMap
+	}{
+		// pytest --verbose --tb=no: "PASSED" written to fd 1 right after
+		// pytest's "path::test ", its own FAILED on the next line, and the
+		// default short summary's "FAILED path::test - ...".
+		{"pytest", parsePytest, "t.py::test_x PASSED\nFAILED [ 50%]\nt.py::test_y PASSED [100%]\n" +
+			"=========================== short test summary info ============================\nFAILED t.py::test_x - assert 1 == 2\n",
+			swebench.StatusMap{"t.py::test_x": swebench.Failed, "t.py::test_y": swebench.Passed}},
+		{"paramiko", parseParamiko, "FAILED t.py::x\nPASSED t.py::x\n", swebench.StatusMap{"t.py::x": swebench.Failed}},
+		{"autograd", parseAutograd, "[gw0] FAILED t.py::x\n[gw1] PASSED t.py::x\n", swebench.StatusMap{"t.py::x": swebench.Failed}},
+		{"mypy", parseMypy, "FAILED check-a.test::testA\nPASSED check-a.test::testA\n", swebench.StatusMap{"check-a.test::testA": swebench.Failed}},
+		{"tornado", parseTornado, "test_c (m.C) ... ok\nFAIL\nFAIL: test_c (m.C)\ntest_c (m.C) ... ok\n", swebench.StatusMap{"test_c (m.C)": swebench.Failed}},
+		// unittest -v: "ok" after the label, unittest's FAIL on the next
+		// line, and its "FAIL: <label>" header, which upstream never reads.
+		{"slugify", parseSlugify, "test_a (test.T.test_a) ... ok\nFAIL\ntest_b (test.T.test_b) ... ok\ntest_s (test.T.test_s) ... ok\n" +
+			"\n======================================================================\nFAIL: test_a (test.T.test_a)\n----------------------------------------------------------------------\n" +
+			"AssertionError\n\n======================================================================\nERROR: test_s (test.T.test_s) (i=1)\n",
+			swebench.StatusMap{"test_a (test.T.test_a)": swebench.Failed, "test_b (test.T.test_b)": swebench.Passed, "test_s (test.T.test_s)": swebench.Error}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if diff := cmp.Diff(tt.want, tt.parser(tt.log, nil)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
