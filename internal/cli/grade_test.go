@@ -23,13 +23,14 @@ func TestGradeLogGraders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("r2e: %v\n%s", err, stderr)
 	}
+	v := readVerdict(t, out)
 	var rep struct {
 		Reward   float64           `json:"reward"`
 		Resolved bool              `json:"resolved"`
 		Parsed   map[string]string `json:"parsed"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Reward != 1 || !rep.Resolved || len(rep.Parsed) != 2 {
-		t.Errorf("r2e report %s (%v)", out, err)
+	if err := json.Unmarshal(v.Report, &rep); err != nil || v.Reward != 1 || !v.Resolved || v.Grader != "r2e" || v.Anchored || rep.Reward != 1 || !rep.Resolved || len(rep.Parsed) != 2 {
+		t.Errorf("r2e verdict %s (%v)", out, err)
 	}
 	if !strings.Contains(stderr, "aiohttp-222222222222: resolved") {
 		t.Errorf("stderr %q", stderr)
@@ -69,12 +70,13 @@ func TestGradeHarborLocal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grade --gold: %v\n%s", err, stderr)
 	}
+	v := readVerdict(t, out)
 	var rep struct {
 		Reward float64 `json:"reward"`
 		Source string  `json:"source"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Reward != 1 || rep.Source != "reward.txt" {
-		t.Errorf("report %s", out)
+	if err := json.Unmarshal(v.Report, &rep); err != nil || v.Reward != 1 || !v.Resolved || v.Anchored || rep.Reward != 1 || rep.Source != "reward.txt" {
+		t.Errorf("verdict %s", out)
 	}
 	patch := filepath.Join(t.TempDir(), "p.diff")
 	os.WriteFile(patch, []byte("diff --git a/hello.txt b/hello.txt\nnew file mode 100644\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+Goodbye\n"), 0o644)
