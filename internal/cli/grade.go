@@ -15,6 +15,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -114,7 +115,8 @@ line for either marker (an older layout: plain marker lines) is graded by
 the 5.x harness's own rule (the section from the first place the marker text
 appears), agreeing with it; the verdict is marked "anchored": false and
 stderr says unanchored, since a marker the tests print moves that section.
---strict-markers refuses such a log instead.
+--strict-markers refuses such a log instead: one line naming the task, exit
+code 3 (no verdict).
 
 For one task stdout is a JSON object, the verdict first:
   {"instance_id", "reward", "resolved", "reason", "tampered": [findings],
@@ -210,6 +212,11 @@ count as unresolved.`,
 					return fmt.Errorf("--log: %w", err)
 				}
 				if res, err = grader.GradeLogOpts(&t, force, string(log), grader.LogOptions{StrictMarkers: strictMarkers}); err != nil {
+					if errors.Is(err, swebench.ErrUnanchored) {
+						// Refused, not graded: no verdict.
+						cmd.PrintErrf("swerve: %v\n", err)
+						return exitError{exitTaskErrors}
+					}
 					return err
 				}
 			default:
