@@ -58,10 +58,11 @@ type Outcome struct {
 	// verdict: true for sealed runs (but Harbor's, whose verdict is the
 	// reward file the tests write), and for a log given to GradeLog
 	// whose verdict lines are bash's trace (a SWE-bench log whose
-	// test-output markers bash traced, a SWE-smith log). False for a
-	// SWE-bench log whose markers are plain lines, graded by the harness's
-	// own rule (a printed marker moves its test section there too), and
-	// for SWE-Factory and R2E logs, whose verdict lines are printed.
+	// test-output markers bash traced, or that has none and so no valid
+	// run; a SWE-smith log). False for a SWE-bench log whose markers are
+	// plain lines, graded by the harness's own rule (a printed marker moves
+	// its test section there too), and for SWE-Factory and R2E logs, whose
+	// verdict lines are printed.
 	Anchored bool `json:"anchored"`
 
 	// Tampered lists what the tamper defences found (see package tamper):

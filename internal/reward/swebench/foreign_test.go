@@ -73,7 +73,7 @@ func TestForeignLogsMatchHarness(t *testing.T) {
 				resolved++
 			}
 			layout := filepath.Ext(dir)
-			if wantUn := layout == ".plain" || layout == ".none"; res.Unanchored != wantUn {
+			if wantUn := layout == ".plain"; res.Unanchored != wantUn {
 				t.Errorf("%s layout: Unanchored = %v", layout, res.Unanchored)
 			}
 			_, err = Evaluate(tk, log, Options{StrictNames: true, StrictMarkers: true})

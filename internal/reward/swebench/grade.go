@@ -140,9 +140,10 @@ type Result struct {
 	Reason string
 	// Unanchored says the test section of a log made elsewhere was cut at
 	// the first place the marker text appears, as the harness's own
-	// get_logs_eval cuts it, because the log holds no bash trace of the
-	// markers (an older layout): a line the tests print could have moved
-	// it. False for sealed runs and for logs whose markers bash traced.
+	// get_logs_eval cuts it, because the log holds the marker text but no
+	// bash trace of the markers (an older layout): a line the tests print
+	// could have moved it. False for sealed runs, for logs whose markers
+	// bash traced, and for logs with no marker at all (no valid run).
 	Unanchored bool
 }
 
@@ -214,10 +215,12 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 		if tracedMarkers(log) {
 			sm, reason = statusFromLog(t, parser, log)
 		} else {
-			if opts.StrictMarkers && strings.Contains(log, StartTestOutput) {
+			// With the marker text in it, the harness's rule cuts a section
+			// there that nothing anchors; without it, both find no run.
+			r.Unanchored = strings.Contains(log, StartTestOutput)
+			if opts.StrictMarkers && r.Unanchored {
 				return nil, fmt.Errorf("task %s: %w", t.InstanceID, ErrUnanchored)
 			}
-			r.Unanchored = true
 			sm, reason = statusFromPlainLog(t, parser, log)
 		}
 	}
