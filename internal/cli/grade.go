@@ -214,7 +214,7 @@ count as unresolved.`,
 				if res, err = grader.GradeLogOpts(&t, force, string(log), grader.LogOptions{StrictMarkers: strictMarkers}); err != nil {
 					if errors.Is(err, swebench.ErrUnanchored) {
 						// Refused, not graded: no verdict.
-						cmd.PrintErrf("swerve: %v\n", err)
+						cmd.PrintErrf("swerve: %v (--strict-markers)\n", err)
 						return exitError{exitTaskErrors}
 					}
 					return err

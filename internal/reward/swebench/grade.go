@@ -183,7 +183,7 @@ type Options struct {
 
 // ErrUnanchored is Evaluate's error under Options.StrictMarkers for a log
 // whose test-output markers bash did not trace.
-var ErrUnanchored = errors.New("the log's test output markers are plain lines with no bash trace of them (a layout whose verdict a printed line can move); --strict-markers refuses it")
+var ErrUnanchored = errors.New("the log's test output markers are plain lines with no bash trace of them, so a printed line can move its test section; strict markers refuse such a log")
 
 // Evaluate grades log, the output of the task's eval script, as the
 // harness's get_eval_report does.
@@ -286,8 +286,9 @@ func evalTypeOf(t *task.Task) (string, error) {
 // statusFromLog is the harness's get_logs_eval for a log made elsewhere
 // (swerve grade --log) that holds bash's trace of the markers, as every log
 // the harness writes does (others go to statusFromPlainLog): it returns nil
-// and why when the log is not a valid test run. It reads the log more warily than the harness, in ways that
-// change nothing for the harness's own logs:
+// and why when the log is not a valid test run. It reads the log more
+// warily than the harness, in ways that change nothing for the harness's
+// own logs:
 //
 //   - the section is anchored on bash's trace of the markers at the start
 //     of a line ("+ : '>>>>> Start Test Output'"), as SWE-smith's
