@@ -141,12 +141,20 @@ func TestGradeLogNoBox(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grade --log: %v (%s)", err, stderr)
 	}
+	// The verdict on top, the harness's report under "report", unchanged.
+	v := readVerdict(t, out)
+	if v.Reward != 1 || !v.Resolved || v.Reason != "resolved" || v.Grader != "swebench" || !v.Anchored || v.Sealed || v.Tamper != "" {
+		t.Errorf("grade --log verdict %+v", v)
+	}
 	var got, want any
-	json.Unmarshal([]byte(out), &got)
+	json.Unmarshal(v.Report, &got)
 	b, _ := os.ReadFile(filepath.Join(dir, "report.json"))
 	json.Unmarshal(b, &want)
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("grade --log printed\n%s\nwant the harness's report\n%s", out, b)
+		t.Errorf("grade --log printed\n%s\nwant the harness's report under \"report\"\n%s", out, b)
+	}
+	if strings.Contains(stderr, "unanchored") {
+		t.Errorf("a log whose markers bash traced is anchored; stderr %s", stderr)
 	}
 	_, _, err = execTasksCLI(t, "grade", "--dataset", parquet, "--instance_id", "django__django-16901", "--log", filepath.Join(dir, "..", "django__django-16901.nopatch", "test_output.txt"))
 	if ee, ok := err.(exitError); !ok || ee.code != 1 {

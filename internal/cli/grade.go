@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -73,17 +75,19 @@ func newGradeCmd() *cobra.Command {
 		predsPath, runID   string
 		logDir, reportDir  string
 		workers            int
+		strictMarkers      bool
 	)
 	var tamperMode string
 	cmd := &cobra.Command{
 		Use:   "grade --dataset D (--instance_id ID (--log FILE | --patch FILE | --gold) | --predictions FILE)",
 		Short: "Grade a test log, or a patch in a fresh box, the way the official harness does",
-		Long: `grade grades one task the way its dataset's own tooling does and prints the
-grader's result. The grader comes from --reward, else the task's grader field,
-else its image name, as upstream runtimes decide it:
+		Long: `grade grades one task the way its dataset's own tooling does and prints
+swerve's verdict with the grader's own result under it. The grader comes
+from --reward, else the task's grader field, else its image name, as
+upstream runtimes decide it:
 
   swebench    the SWE-bench harness (5.x): the eval script's test section, the
-              row's log parser, FAIL_TO_PASS / PASS_TO_PASS; prints report.json
+              row's log parser, FAIL_TO_PASS / PASS_TO_PASS; its report.json
   swefactory  the OMNIGRIL_EXIT_CODE=<n> the eval script echoes; 0 resolves
   r2e         R2E-Gym: run_tests.sh's pytest summary must equal the row's
               expected_output_json
@@ -104,12 +108,27 @@ In a box the eval script runs sealed: bash's own trace of it carries a
 random nonce the tests never see, and every verdict is read from those
 trace lines (the test-section markers, the exit code, SWE-Factory's echo),
 so markers the code under test prints count for nothing. A log given with
---log carries no such proof: it is read as the harness reads it, anchored
-on the markers' "+ : '>>>>> ...'" trace lines.
+--log carries no such proof. When it holds bash's trace of the markers
+("+ : '>>>>> Start Test Output'", as every 5.x harness log does) it is read
+as the harness reads it, anchored on those trace lines. A log with no trace
+line for either marker (an older layout: plain marker lines) is graded by
+the 5.x harness's own rule (the section from the first place the marker text
+appears), agreeing with it; the verdict is marked "anchored": false and
+stderr says unanchored, since a marker the tests print moves that section.
+--strict-markers refuses such a log instead: one line naming the task, exit
+code 3 (no verdict).
 
-The verdict and its reason go to stderr; the exit code is 0 when resolved,
-1 when not, and 3 when the task could not be graded (a box that would not
-open, a missing image, the engine, the grader itself): that is no verdict.
+For one task stdout is a JSON object, the verdict first:
+  {"instance_id", "reward", "resolved", "reason", "tampered": [findings],
+   "tamper": mode (not for --log), "grader", "sealed", "anchored",
+   "canaries", "exit_code", "apply_failed", "timed_out",
+   "report": the grader's own result, untouched (SWE-bench: report.json)}
+reward, resolved and reason are swerve's: under --tamper zero a finding
+makes them 0, false, "tampered: <what>", while "report" keeps the official
+grader's verdict. The verdict and its reason also go to stderr; the exit
+code is 0 when resolved, 1 when not, and 3 when the task could not be graded
+(a box that would not open, a missing image, the engine, the grader
+itself): that is no verdict.
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,
@@ -131,9 +150,11 @@ tests under random names added to the hidden tests, one that must fail and
 one that must pass. --tamper flag (the default) prints each finding as
 "tampered: <what>" beside the official verdict and report; zero makes any
 finding reward 0 (what swerve run does); ignore skips both defences. With
---predictions the findings are kept in tampered.json beside report.json and
-listed in the summary's tampered_ids (the reason in failure_reasons); under
-zero those instances count as unresolved.`,
+--predictions report.json keeps the harness's shape; swerve's verdict on an
+instance with findings (the object above without "report") is kept in
+tampered.json beside it, and the instance is listed in the summary's
+tampered_ids (the reason in failure_reasons); under zero those instances
+count as unresolved.`,
 		Example: `  swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --log test_output.txt
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --gold
   swerve grade --dataset verified-test.parquet --instance_id django__django-16901 --patch fix.diff --save-log out.log
@@ -190,7 +211,12 @@ zero those instances count as unresolved.`,
 				if err != nil {
 					return fmt.Errorf("--log: %w", err)
 				}
-				if res, err = grader.GradeLog(&t, force, string(log)); err != nil {
+				if res, err = grader.GradeLogOpts(&t, force, string(log), grader.LogOptions{StrictMarkers: strictMarkers}); err != nil {
+					if errors.Is(err, swebench.ErrUnanchored) {
+						// Refused, not graded: no verdict.
+						cmd.PrintErrf("swerve: %v (--strict-markers)\n", err)
+						return exitError{exitTaskErrors}
+					}
 					return err
 				}
 			default:
@@ -215,8 +241,17 @@ zero those instances count as unresolved.`,
 					}
 				}
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "%s\n", res.Report)
+			tmode := mode
+			if logPath != "" {
+				tmode = "" // no tamper check reads a log
+			}
+			if err := writeVerdict(cmd.OutOrStdout(), newVerdict(res, tmode)); err != nil {
+				return err
+			}
 			printTampered(cmd.ErrOrStderr(), t.InstanceID, res)
+			if logPath != "" && res.Grader == task.GraderSWEBench && !res.Anchored {
+				cmd.PrintErrf("swerve: %s: unanchored: the log's test output markers are plain lines with no bash trace of them; graded by the harness's own rule, which a printed marker can move (--strict-markers refuses such logs)\n", t.InstanceID)
+			}
 			if res.Resolved {
 				cmd.PrintErrf("swerve: %s: resolved\n", t.InstanceID)
 			} else {
@@ -242,8 +277,57 @@ zero those instances count as unresolved.`,
 	f.StringVar(&logDir, "log_dir", filepath.Join("logs", "run_evaluation"), "where per-instance logs and reports go")
 	f.StringVar(&reportDir, "report_dir", ".", "where the run summary goes")
 	f.IntVar(&workers, "max_workers", 4, "predictions graded at once")
+	f.BoolVar(&strictMarkers, "strict-markers", false, "with --log: refuse a SWE-bench log whose test output markers bash did not trace, instead of grading it unanchored by the harness's rule")
 	f.StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdict), zero (reward 0), ignore (no check)")
 	return cmd
+}
+
+// verdict is what grade prints for one task: the reward swerve gives at
+// the top, then how it was read, then the grader's own report untouched.
+// With --tamper zero a finding makes reward 0 and resolved false here
+// while the report keeps the official grader's verdict.
+type verdict struct {
+	InstanceID string  `json:"instance_id"`
+	Reward     float64 `json:"reward"`
+	Resolved   bool    `json:"resolved"`
+	Reason     string  `json:"reason"`
+	// Tampered lists the tamper defences' findings; [] when none.
+	Tampered []string `json:"tampered"`
+	// Tamper is the --tamper mode the verdict was given under; absent for
+	// a log (no tamper check reads one).
+	Tamper      tamper.Mode `json:"tamper,omitempty"`
+	Grader      task.Grader `json:"grader"`
+	Sealed      bool        `json:"sealed"`
+	Anchored    bool        `json:"anchored"`
+	Canaries    string      `json:"canaries,omitempty"`
+	ExitCode    int         `json:"exit_code"`
+	ApplyFailed bool        `json:"apply_failed,omitempty"`
+	TimedOut    bool        `json:"timed_out,omitempty"`
+	// Report is the grader's own result: the harness's report.json object
+	// for swebench (its "resolved" is the official verdict, findings or
+	// not), SWE-smith's report, the other graders' result objects.
+	Report json.RawMessage `json:"report,omitempty"`
+}
+
+func newVerdict(res *grader.Outcome, mode tamper.Mode) verdict {
+	v := verdict{
+		InstanceID: res.InstanceID, Reward: res.Reward, Resolved: res.Resolved, Reason: res.Reason,
+		Tampered: res.Tampered, Tamper: mode, Grader: res.Grader, Sealed: res.Sealed, Anchored: res.Anchored,
+		Canaries: res.Canaries, ExitCode: res.ExitCode, ApplyFailed: res.ApplyFailed, TimedOut: res.TimedOut,
+		Report: res.Report,
+	}
+	if v.Tampered == nil {
+		v.Tampered = []string{}
+	}
+	return v
+}
+
+// writeVerdict prints v as indented JSON, test names as they are.
+func writeVerdict(w io.Writer, v verdict) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "    ")
+	return enc.Encode(v)
 }
 
 // printTampered prints an outcome's tamper findings, one a line.

@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,13 +25,14 @@ func TestGradeLogGraders(t *testing.T) {
 	if err != nil {
 		t.Fatalf("r2e: %v\n%s", err, stderr)
 	}
+	v := readVerdict(t, out)
 	var rep struct {
 		Reward   float64           `json:"reward"`
 		Resolved bool              `json:"resolved"`
 		Parsed   map[string]string `json:"parsed"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Reward != 1 || !rep.Resolved || len(rep.Parsed) != 2 {
-		t.Errorf("r2e report %s (%v)", out, err)
+	if err := json.Unmarshal(v.Report, &rep); err != nil || v.Reward != 1 || !v.Resolved || v.Grader != "r2e" || v.Anchored || rep.Reward != 1 || !rep.Resolved || len(rep.Parsed) != 2 {
+		t.Errorf("r2e verdict %s (%v)", out, err)
 	}
 	if !strings.Contains(stderr, "aiohttp-222222222222: resolved") {
 		t.Errorf("stderr %q", stderr)
@@ -69,12 +72,13 @@ func TestGradeHarborLocal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("grade --gold: %v\n%s", err, stderr)
 	}
+	v := readVerdict(t, out)
 	var rep struct {
 		Reward float64 `json:"reward"`
 		Source string  `json:"source"`
 	}
-	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Reward != 1 || rep.Source != "reward.txt" {
-		t.Errorf("report %s", out)
+	if err := json.Unmarshal(v.Report, &rep); err != nil || v.Reward != 1 || !v.Resolved || v.Anchored || rep.Reward != 1 || rep.Source != "reward.txt" {
+		t.Errorf("verdict %s", out)
 	}
 	patch := filepath.Join(t.TempDir(), "p.diff")
 	os.WriteFile(patch, []byte("diff --git a/hello.txt b/hello.txt\nnew file mode 100644\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+Goodbye\n"), 0o644)
@@ -135,6 +139,65 @@ func TestReportResolved(t *testing.T) {
 		got, err := reportResolved([]byte(tt.report), "a__b-1")
 		if got != tt.want || (err != nil) != tt.err {
 			t.Errorf("reportResolved(%s) = %v, %v", tt.report, got, err)
+		}
+	}
+}
+
+// TestGradeLogUnanchored grades a log whose markers are plain lines (no
+// bash trace of them): the harness's own rule reads it, so the verdict
+// agrees with the official one, and grade says it is unanchored in its
+// output and on stderr; --strict-markers refuses the log with one line
+// naming the task. A log whose markers bash traced is anchored.
+func TestGradeLogUnanchored(t *testing.T) {
+	root := testutil.RepoRoot(t)
+	foreign := filepath.Join(root, "internal", "reward", "swebench", "testdata", "foreign")
+	gunzip := func(dir string) string {
+		f, err := os.Open(filepath.Join(dir, "test_output.txt.gz"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(t.TempDir(), "test_output.txt")
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	const id = "pydata__xarray__rA_pandas_strings"
+	for _, tc := range []struct {
+		layout   string
+		anchored bool
+	}{{"plain", false}, {"traced", true}} {
+		dir := filepath.Join(foreign, "runner.parse_log_xarray.rA_pandas_strings."+tc.layout)
+		args := []string{"grade", "--dataset", filepath.Join(dir, "row.json"), "--instance_id", id, "--log", gunzip(dir)}
+		out, stderr, err := execTasksCLI(t, args...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", tc.layout, err, stderr)
+		}
+		v := readVerdict(t, out)
+		if v.Reward != 1 || !v.Resolved || v.Anchored != tc.anchored || !v.reportResolved(t) {
+			t.Errorf("%s: verdict %+v, want resolved (as the official report says), anchored %v", tc.layout, v, tc.anchored)
+		}
+		if strings.Contains(stderr, "unanchored") == tc.anchored {
+			t.Errorf("%s: stderr %q", tc.layout, stderr)
+		}
+		_, stderr, err = execTasksCLI(t, append(args, "--strict-markers")...)
+		switch {
+		case tc.anchored && err != nil:
+			t.Errorf("%s --strict-markers: %v", tc.layout, err)
+		case !tc.anchored:
+			ee, ok := err.(exitError)
+			if !ok || ee.code != exitTaskErrors || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "swerve: task "+id+": ") || !strings.Contains(stderr, "--strict-markers") {
+				t.Errorf("%s --strict-markers: %v, stderr %q; want exit 3 and one line naming the task", tc.layout, err, stderr)
+			}
 		}
 	}
 }

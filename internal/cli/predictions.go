@@ -205,9 +205,15 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			}
 			if len(rr.Tampered) > 0 {
 				// Kept beside the report, so that a rerun's summary counts
-				// them too.
-				b, _ := json.Marshal(rr.Tampered)
-				return fsutil.WriteFileAtomic(filepath.Join(dir, tamperedFile), append(b, '\n'), false)
+				// them too: swerve's verdict as grade prints it, without
+				// the report (report.json beside it is that).
+				v := newVerdict(rr, mode)
+				v.Report = nil
+				var b bytes.Buffer
+				if err := writeVerdict(&b, v); err != nil {
+					return err
+				}
+				return fsutil.WriteFileAtomic(filepath.Join(dir, tamperedFile), b.Bytes(), false)
 			}
 			return nil
 		})
@@ -309,19 +315,27 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 	return nil
 }
 
-// tamperedFile holds, beside an instance's report.json, the tamper
-// findings of its grade (a JSON list of strings); absent when there were
-// none.
+// tamperedFile holds, beside an instance's report.json, swerve's verdict
+// on a grade whose tamper defences found something (grade's stdout object
+// without its report: reward, resolved, reason, the findings under
+// "tampered", the --tamper mode); absent when there were none. Older runs
+// wrote the findings alone, as a JSON list.
 const tamperedFile = "tampered.json"
 
-// readTampered reads a tamperedFile; nil when there is none.
+// readTampered reads a tamperedFile's findings; nil when there is none.
 func readTampered(path string) []string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil
 	}
+	var v struct {
+		Tampered []string `json:"tampered"`
+	}
+	if json.Unmarshal(b, &v) == nil && len(v.Tampered) > 0 {
+		return v.Tampered
+	}
 	var found []string
-	if json.Unmarshal(b, &found) != nil {
+	if json.Unmarshal(b, &found) != nil || len(found) == 0 {
 		return []string{"unreadable " + tamperedFile}
 	}
 	return found

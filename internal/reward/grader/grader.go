@@ -54,6 +54,16 @@ type Outcome struct {
 	// Sealed says the verdict was read from a sealed run (reward.RunScript):
 	// anchored on what bash itself traced, not on lines the tests can print.
 	Sealed bool `json:"sealed"`
+	// Anchored says no line the code under test could print decided the
+	// verdict: true for sealed runs (but Harbor's, whose verdict is the
+	// reward file the tests write), and for a log given to GradeLog
+	// whose verdict lines are bash's trace (a SWE-bench log whose
+	// test-output markers bash traced, or that has none and so no valid
+	// run; a SWE-smith log). False for a SWE-bench log whose markers are
+	// plain lines, graded by the harness's own rule (a printed marker moves
+	// its test section there too), and for SWE-Factory and R2E logs, whose
+	// verdict lines are printed.
+	Anchored bool `json:"anchored"`
 
 	// Tampered lists what the tamper defences found (see package tamper):
 	// the patch's static findings and wrong canaries. In tamper.ModeZero
@@ -132,6 +142,19 @@ func report(v any) json.RawMessage {
 // swesmith. Harbor's verifier reads files the tests leave in the box, so a
 // harbor task is refused.
 func GradeLog(t *task.Task, force, log string) (*Outcome, error) {
+	return GradeLogOpts(t, force, log, LogOptions{})
+}
+
+// LogOptions adjust GradeLogOpts.
+type LogOptions struct {
+	// StrictMarkers refuses a SWE-bench log whose test-output markers are
+	// plain lines with no bash trace of them (swebench.ErrUnanchored)
+	// instead of grading it by the harness's rule, unanchored.
+	StrictMarkers bool
+}
+
+// GradeLogOpts is GradeLog with options.
+func GradeLogOpts(t *task.Task, force, log string, opts LogOptions) (*Outcome, error) {
 	g, err := Choose(t, force)
 	if err != nil {
 		return nil, err
@@ -139,11 +162,12 @@ func GradeLog(t *task.Task, force, log string) (*Outcome, error) {
 	out := &Outcome{InstanceID: t.InstanceID, Grader: g, ExitCode: -1}
 	switch g {
 	case task.GraderSWEBench:
-		r, err := swebench.Evaluate(t, log, swebench.Options{})
+		r, err := swebench.Evaluate(t, log, swebench.Options{StrictMarkers: opts.StrictMarkers})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWEBench(r)
+		out.Anchored = !r.Unanchored
 	case task.GraderSWEFactory:
 		out.fromSWEFactory(swefactory.Evaluate(t, log))
 	case task.GraderR2E:
@@ -158,6 +182,7 @@ func GradeLog(t *task.Task, force, log string) (*Outcome, error) {
 			return nil, err
 		}
 		out.fromSWESmith(r)
+		out.Anchored = true // its test section is cut at bash's trace of the markers
 	case task.GraderHarbor:
 		return nil, fmt.Errorf("task %s: harbor grading reads the reward file tests/test.sh leaves in the box; a log alone cannot be graded (grade a patch instead)", t.InstanceID)
 	}
@@ -297,6 +322,9 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 	}
 	out.Log, out.ApplyFailed, out.TimedOut, out.Duration = a.Log, a.ApplyFailed, a.TimedOut, a.Duration
 	out.ExitCode, out.Sealed = a.ScriptExit, a.Trace != nil
+	// A Harbor verdict is the reward file the tests leave, not a line of
+	// the trace.
+	out.Anchored = out.Sealed && g != task.GraderHarbor
 	// One wording for the outcomes every grader shares.
 	switch {
 	case a.ApplyFailed:

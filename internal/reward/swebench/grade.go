@@ -11,11 +11,14 @@
 // then takes the test section and the exit code only from what bash itself
 // traced (Options.Trace): markers, results summaries or exit-code lines
 // printed by the code under test move nothing. For honest runs the report
-// is the harness's. Logs made elsewhere are read as statusFromLog says.
+// is the harness's. Logs made elsewhere are read as statusFromLog says
+// when bash traced their markers, else by the harness's own rule
+// (statusFromPlainLog, Result.Unanchored).
 package swebench
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -135,6 +138,13 @@ type Result struct {
 	Status StatusMap
 	// Reason says in a few words why the result is what it is.
 	Reason string
+	// Unanchored says the test section of a log made elsewhere was cut at
+	// the first place the marker text appears, as the harness's own
+	// get_logs_eval cuts it, because the log holds the marker text but no
+	// bash trace of the markers (an older layout): a line the tests print
+	// could have moved it. False for sealed runs, for logs whose markers
+	// bash traced, and for logs with no marker at all (no valid run).
+	Unanchored bool
 }
 
 // Reward is 1 for a resolved task and 0 otherwise.
@@ -165,7 +175,15 @@ type Options struct {
 	// RecordTestExitCode: in a sealed run, a missing trace of the exit-code
 	// echo then voids the log.
 	ExitCodeRecorded bool
+	// StrictMarkers refuses a log made elsewhere whose markers are plain
+	// text with no bash trace of them (ErrUnanchored) instead of grading
+	// it by the harness's rule. No effect with Trace.
+	StrictMarkers bool
 }
+
+// ErrUnanchored is Evaluate's error under Options.StrictMarkers for a log
+// whose test-output markers bash did not trace.
+var ErrUnanchored = errors.New("the log's test output markers are plain lines with no bash trace of them, so a printed line can move its test section; strict markers refuse such a log")
 
 // Evaluate grades log, the output of the task's eval script, as the
 // harness's get_eval_report does.
@@ -194,7 +212,17 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 		// The harness reads the log file in text mode, where "\r\n" and a
 		// lone "\r" are newlines; parsers then see only "\n".
 		log = universalNewlines(log)
-		sm, reason = statusFromLog(t, parser, log)
+		if tracedMarkers(log) {
+			sm, reason = statusFromLog(t, parser, log)
+		} else {
+			// With the marker text in it, the harness's rule cuts a section
+			// there that nothing anchors; without it, both find no run.
+			r.Unanchored = strings.Contains(log, StartTestOutput)
+			if opts.StrictMarkers && r.Unanchored {
+				return nil, fmt.Errorf("task %s: %w", t.InstanceID, ErrUnanchored)
+			}
+			sm, reason = statusFromPlainLog(t, parser, log)
+		}
 	}
 	if sm == nil {
 		r.Reason = reason
@@ -256,9 +284,11 @@ func evalTypeOf(t *task.Task) (string, error) {
 }
 
 // statusFromLog is the harness's get_logs_eval for a log made elsewhere
-// (swerve grade --log): it returns nil and why when the log is not a valid
-// test run. It reads the log more warily than the harness, in ways that
-// change nothing for the harness's own logs:
+// (swerve grade --log) that holds bash's trace of the markers, as every log
+// the harness writes does (others go to statusFromPlainLog): it returns nil
+// and why when the log is not a valid test run. It reads the log more
+// warily than the harness, in ways that change nothing for the harness's
+// own logs:
 //
 //   - the section is anchored on bash's trace of the markers at the start
 //     of a line ("+ : '>>>>> Start Test Output'"), as SWE-smith's
@@ -301,6 +331,56 @@ func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) 
 	}
 	if code != 0 && len(sm) > 0 && !anyFailed(sm) {
 		return nil, fmt.Sprintf("test command exited %d but the log reports no failure", code)
+	}
+	if sm == nil {
+		sm = StatusMap{}
+	}
+	return sm, ""
+}
+
+// tracedMarkers says whether log holds bash's trace of a test-output
+// marker ("+ : '>>>>> Start Test Output'" or the end marker, at the start
+// of a line): logs the harness writes always do. One that does not is an
+// older or foreign layout, read by statusFromPlainLog.
+func tracedMarkers(log string) bool {
+	s, _ := firstLine(log, startTraces, 0)
+	e, _ := firstLine(log, endTraces, 0)
+	return s >= 0 || e >= 0
+}
+
+// statusFromPlainLog is the 5.x harness's get_logs_eval to the letter, for
+// a log made elsewhere in which the markers are plain lines (no bash
+// trace): the section runs from the first place the start marker's text
+// appears to the first end marker (or next start marker) after it, the
+// whole log is parsed when the section holds no results, and the first
+// ">>>>> Test Exit Code" line is the one checked. Nothing anchors it: a
+// test that prints a marker moves the section for the harness too, which
+// is why Result.Unanchored is set and --strict-markers refuses such logs.
+func statusFromPlainLog(t *task.Task, parser Parser, log string) (StatusMap, string) {
+	if why := badCode(log); why != "" {
+		return nil, why
+	}
+	if !strings.Contains(log, StartTestOutput) || !strings.Contains(log, EndTestOutput) {
+		return nil, "test output markers missing"
+	}
+	section := log[strings.Index(log, StartTestOutput)+len(StartTestOutput):]
+	if i := strings.Index(section, StartTestOutput); i >= 0 {
+		section = section[:i]
+	}
+	if i := strings.Index(section, EndTestOutput); i >= 0 {
+		section = section[:i]
+	}
+	sm := parser(section, t)
+	if len(sm) == 0 {
+		sm = parser(log, t)
+	}
+	if len(sm) == 0 && !suiteRan.MatchString(log) {
+		return nil, "no test results in the log"
+	}
+	if m := testExitCodeRe.FindStringSubmatch(log); m != nil {
+		if c, err := strconv.Atoi(m[1]); err == nil && c != 0 && len(sm) > 0 && !anyFailed(sm) {
+			return nil, fmt.Sprintf("test command exited %d but the log reports no failure", c)
+		}
 	}
 	if sm == nil {
 		sm = StatusMap{}

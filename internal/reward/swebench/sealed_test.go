@@ -65,19 +65,26 @@ func TestEvaluateSealed(t *testing.T) {
 }
 
 // TestEvaluateLogMadeElsewhere: logs without a trace are anchored on the
-// markers' xtrace lines at a line start, and any non-zero exit code counts.
+// markers' xtrace lines at a line start, and any non-zero exit code counts;
+// a log with no xtrace line for either marker is read by the harness's own
+// rule (first marker text, first exit-code line) and marked unanchored.
 func TestEvaluateLogMadeElsewhere(t *testing.T) {
 	tests := []struct {
 		name         string
 		log          string
 		wantResolved bool
 		wantReason   string
+		unanchored   bool
 	}{
-		{"marker text printed earlier", "diff: >>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n" + wrap("FAILED t.py::a"), false, "FAIL_TO_PASS failed"},
-		{"bare markers only", ">>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n", false, "bash's trace of them"},
-		{"earlier printed exit code 0", wrap("PASSED t.py::a") + TestExitCode + ": 0\n" + TestExitCode + ": 1\n", false, "exited 1"},
-		{"honest", wrap("PASSED t.py::a") + TestExitCode + ": 0\n", true, "resolved"},
-		{"markers echoed", "+ echo '>>>>> Start Test Output'\n>>>>> Start Test Output\nPASSED t.py::a\n+ echo '>>>>> End Test Output'\n>>>>> End Test Output\n", true, "resolved"},
+		{"marker text printed earlier", "diff: >>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n" + wrap("FAILED t.py::a"), false, "FAIL_TO_PASS failed", false},
+		{"bare markers only", ">>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n", true, "resolved", true},
+		{"bare markers, marker text printed earlier", "diff: >>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n>>>>> Start Test Output\nFAILED t.py::a\n>>>>> End Test Output\n", true, "resolved", true}, // the harness is fooled alike
+		{"bare markers, first exit code decides", ">>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n" + TestExitCode + ": 0\n" + TestExitCode + ": 1\n", true, "resolved", true},
+		{"bare markers, exit code without a failure", ">>>>> Start Test Output\nPASSED t.py::a\n>>>>> End Test Output\n" + TestExitCode + ": 2\n", false, "exited 2", true},
+		{"end marker traced, start not", ">>>>> Start Test Output\nPASSED t.py::a\n+ : '>>>>> End Test Output'\n", false, "bash's trace of them", false},
+		{"earlier printed exit code 0", wrap("PASSED t.py::a") + TestExitCode + ": 0\n" + TestExitCode + ": 1\n", false, "exited 1", false},
+		{"honest", wrap("PASSED t.py::a") + TestExitCode + ": 0\n", true, "resolved", false},
+		{"markers echoed", "+ echo '>>>>> Start Test Output'\n>>>>> Start Test Output\nPASSED t.py::a\n+ echo '>>>>> End Test Output'\n>>>>> End Test Output\n", true, "resolved", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,8 +92,8 @@ func TestEvaluateLogMadeElsewhere(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.Resolved != tt.wantResolved || !strings.Contains(res.Reason, tt.wantReason) {
-				t.Errorf("resolved %v (%s); want %v containing %q", res.Resolved, res.Reason, tt.wantResolved, tt.wantReason)
+			if res.Resolved != tt.wantResolved || !strings.Contains(res.Reason, tt.wantReason) || res.Unanchored != tt.unanchored {
+				t.Errorf("resolved %v (%s), unanchored %v; want %v containing %q, %v", res.Resolved, res.Reason, res.Unanchored, tt.wantResolved, tt.wantReason, tt.unanchored)
 			}
 		})
 	}
