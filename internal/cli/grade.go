@@ -15,6 +15,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -28,21 +29,37 @@ func checkGrader(t *task.Task, force string) error {
 }
 
 // gradeInBox opens a fresh box for t and grades it with opts (a patch, or
-// the task's gold solution).
+// the task's gold solution). A box the patch's code killed is settled as
+// run and validate settle it (grader.Settle): reward 0, unless the task's
+// reference run dies the same way.
 func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Options, stderr io.Writer) (*grader.Outcome, error) {
 	if _, err := grader.Choose(t, opts.Force); err != nil {
 		return nil, err
 	}
-	box, backend, err := bf.open(ctx, *t, stderr)
+	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		box, backend, err := bf.open(ctx, *t, stderr)
+		if err != nil {
+			return nil, "", &openError{err}
+		}
+		workdir := bf.Workdir
+		if backend == "local" && workdir == "" {
+			workdir = "." // the copy of the repository is the box's directory
+		}
+		return box, workdir, nil
+	}
+	box, workdir, err := open(ctx, t)
 	if err != nil {
-		return nil, &openError{err}
+		return nil, err
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	opts.Workdir = bf.Workdir
-	if backend == "local" && opts.Workdir == "" {
-		opts.Workdir = "." // the copy of the repository is the box's directory
+	o := opts
+	o.Workdir = workdir
+	out, err := grader.Grade(ctx, box, t, o)
+	if err != nil && ctx.Err() == nil {
+		box.Close(context.WithoutCancel(ctx)) // a dead box: free it before the next opens
+		out, err = grader.Settle(ctx, err, t, opts, grader.SettleOptions{Open: open, Again: true})
 	}
-	return grader.Grade(ctx, box, t, opts)
+	return out, err
 }
 
 // openError marks an error of gradeInBox as the box's that would not open.

@@ -98,7 +98,8 @@ type ScriptRun struct {
 // sealedRunner): the script's trace lines carry a nonce the code under test
 // cannot know, so the returned Trace lists only what bash itself traced,
 // and ExitCode is the script's own status. It kills the script and
-// everything it started after timeout (DefaultEvalTimeout when zero).
+// everything it started after timeout (DefaultEvalTimeout when zero). A box
+// that dies while the script runs is a *BoxDiedError.
 func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration) (*ScriptRun, error) {
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
@@ -121,7 +122,10 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 		KillOthers: true, PrivateMemory: true,
 	})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err // the caller gave up: not the box's doing
+		}
+		return nil, diedUnder(err)
 	}
 	log, tr, code := ParseSealed(string(res.Output), nonce)
 	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr}

@@ -225,6 +225,13 @@ type Scratch interface {
 	ScratchDir() string
 }
 
+// ImageIdentity is implemented by sandboxes that know the exact image they
+// run: a content id (Docker's "sha256:…"), which changes when a name is
+// given to another build. Answers about an image may be kept under it.
+type ImageIdentity interface {
+	ImageID() string
+}
+
 // Tooler is implemented by sandboxes whose helper runs swerve's native tools:
 // the file editor and search that agent scaffolds give their models
 // (file_editor, str_replace_editor, search), served inside the box so that

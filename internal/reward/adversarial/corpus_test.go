@@ -57,6 +57,9 @@ type Case struct {
 	Technique string `json:"technique"`
 	// Expect is ExpectResolved, ExpectUnresolved or ExpectZero.
 	Expect string `json:"expect"`
+	// MemoryMiB caps the grading box's memory (sandbox.Limits), for the
+	// cases that exhaust it; zero: no cap.
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
 }
 
 // Manifest is corpus/manifest.json.
@@ -274,7 +277,7 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	key := taskKey(tk)
 	r := result{task: key, name: c.Name, expect: c.Expect}
 	box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed",
-		Labels: map[string]string{docker.LabelTask: tk.InstanceID}})
+		Labels: map[string]string{docker.LabelTask: tk.InstanceID}, Limits: sandbox.Limits{MemoryMiB: c.MemoryMiB}})
 	if err != nil {
 		t.Fatalf("open a box from %s: %v", tk.Image, err)
 	}
