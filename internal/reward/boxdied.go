@@ -29,7 +29,11 @@ func (e *BoxDiedError) Unwrap() error { return e.Err }
 // without the sentinel's own text).
 func (e *BoxDiedError) What() string {
 	s := e.Err.Error()
-	s = strings.TrimPrefix(s, sandbox.ErrClosed.Error()+": ")
+	// What wraps the sentinel (the call that failed, a command line) says
+	// nothing of how the box died.
+	if i := strings.LastIndex(s, sandbox.ErrClosed.Error()+": "); i >= 0 {
+		s = s[i+len(sandbox.ErrClosed.Error())+2:]
+	}
 	return strings.TrimSpace(s)
 }
 
