@@ -92,6 +92,9 @@ type ScriptRun struct {
 	// Trace is what bash itself traced: the lines graders anchor their
 	// verdicts on. Never nil.
 	Trace *Trace
+	// Findings are what the in-box helper saw the run do to it
+	// (sandbox.ExecResult.Findings).
+	Findings []string
 }
 
 // RunScript writes script to file and runs it with bash in dir, sealed (see
@@ -128,7 +131,7 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 		return nil, diedUnder(err)
 	}
 	log, tr, code := ParseSealed(string(res.Output), nonce)
-	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr}
+	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr, Findings: res.Findings}
 	if res.TimedOut {
 		run.ExitCode = -1
 		run.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
@@ -151,6 +154,9 @@ type Attempt struct {
 	// Trace is what bash traced of the eval script (RunScript); nil when
 	// the script did not run.
 	Trace *Trace
+	// Findings are what the in-box helper saw the eval run do to it
+	// (ScriptRun.Findings).
+	Findings []string
 }
 
 // AttemptOptions configure Try.
@@ -188,7 +194,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 		return nil, fmt.Errorf("run eval script: %w", err)
 	}
 	a.Log, a.TimedOut, a.Duration = run.Log, run.TimedOut, time.Since(start)
-	a.ScriptExit, a.Trace = run.ExitCode, run.Trace
+	a.ScriptExit, a.Trace, a.Findings = run.ExitCode, run.Trace, run.Findings
 	return a, nil
 }
 

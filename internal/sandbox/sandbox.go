@@ -211,6 +211,11 @@ type ExecResult struct {
 	ElidedBytes int64
 	// Duration is how long the command ran inside the box.
 	Duration time.Duration
+	// Findings lists what the in-box helper saw done to it while the
+	// command ran that no command may do: its OOM priority raised, so that
+	// the kernel would kill it first when memory runs out. Graders report
+	// them as tamper findings. Empty where no helper watches.
+	Findings []string
 }
 
 // Bash returns the argv that runs line with bash as a login shell, so the
