@@ -216,12 +216,7 @@ func (b *Baseline) referenceDies(ctx context.Context, t *task.Task, opts Options
 		return false, "", ctx.Err()
 	}
 	e.done, e.baselineAnswer = true, a
-	if !a.Dies {
-		// A reference box that died may have met a passing fault; that
-		// answer is kept for this process only, so that one bad moment
-		// does not make every later death on the image an error.
-		b.store(diskKey, a)
-	}
+	b.store(diskKey, a)
 	return a.Dies, a.What, nil
 }
 
@@ -266,9 +261,12 @@ func (b *Baseline) load(key string) (baselineAnswer, bool) {
 }
 
 // store keeps an answer on disk, best effort: a cache that cannot be
-// written costs a reference run in the next process, nothing more.
+// written costs a reference run in the next process, nothing more. Only
+// a reference that lived is kept: one whose box died may have met a
+// passing fault, and is asked again in the next process, so that one bad
+// moment does not make every later death on the image an error.
 func (b *Baseline) store(key string, a baselineAnswer) {
-	if b.Dir == "" || key == "" {
+	if b.Dir == "" || key == "" || a.Dies {
 		return
 	}
 	data, err := json.Marshal(a)
