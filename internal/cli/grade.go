@@ -126,7 +126,10 @@ on the markers' "+ : '>>>>> ...'" trace lines.
 
 The verdict and its reason go to stderr; the exit code is 0 when resolved,
 1 when not, and 3 when the task could not be graded (a box that would not
-open, a missing image, the engine, the grader itself): that is no verdict.
+open, a missing image, the engine, the grader itself): that is no verdict. A
+box that dies while the patch's code runs (the eval script, the tests) is not
+that: it is reward 0, "box died under the patch: <how>", unless the task's gold
+patch dies the same way on that image (asked once per image, in a fresh box).
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,
