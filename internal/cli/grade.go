@@ -17,6 +17,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -30,21 +31,37 @@ func checkGrader(t *task.Task, force string) error {
 }
 
 // gradeInBox opens a fresh box for t and grades it with opts (a patch, or
-// the task's gold solution).
+// the task's gold solution). A box the patch's code killed is settled as
+// run and validate settle it (grader.Settle): reward 0, unless the task's
+// reference run dies the same way.
 func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Options, stderr io.Writer) (*grader.Outcome, error) {
 	if _, err := grader.Choose(t, opts.Force); err != nil {
 		return nil, err
 	}
-	box, backend, err := bf.open(ctx, *t, stderr)
+	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		box, backend, err := bf.open(ctx, *t, stderr)
+		if err != nil {
+			return nil, "", &openError{err}
+		}
+		workdir := bf.Workdir
+		if backend == "local" && workdir == "" {
+			workdir = "." // the copy of the repository is the box's directory
+		}
+		return box, workdir, nil
+	}
+	box, workdir, err := open(ctx, t)
 	if err != nil {
-		return nil, &openError{err}
+		return nil, err
 	}
 	defer box.Close(context.WithoutCancel(ctx))
-	opts.Workdir = bf.Workdir
-	if backend == "local" && opts.Workdir == "" {
-		opts.Workdir = "." // the copy of the repository is the box's directory
+	o := opts
+	o.Workdir = workdir
+	out, err := grader.Grade(ctx, box, t, o)
+	if err != nil && ctx.Err() == nil {
+		box.Close(context.WithoutCancel(ctx)) // a dead box: free it before the next opens
+		out, err = grader.Settle(ctx, err, t, opts, grader.SettleOptions{Open: open, Again: true})
 	}
-	return grader.Grade(ctx, box, t, opts)
+	return out, err
 }
 
 // openError marks an error of gradeInBox as the box's that would not open.
@@ -128,7 +145,10 @@ makes them 0, false, "tampered: <what>", while "report" keeps the official
 grader's verdict. The verdict and its reason also go to stderr; the exit
 code is 0 when resolved, 1 when not, and 3 when the task could not be graded
 (a box that would not open, a missing image, the engine, the grader
-itself): that is no verdict.
+itself): that is no verdict. A box that dies while the patch's code runs (the
+eval script, the tests) is not that: it is reward 0, "box died under the
+patch: <how>", unless the task's gold patch dies the same way on that image
+(asked once per image, in a fresh box).
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,

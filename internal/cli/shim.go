@@ -73,6 +73,10 @@ People never need to run it.`,
 			// signals that cancel other commands (see withSignals), nor any
 			// other catchable one. Its stream ending is what stops it.
 			defer shim.HoldSignals()()
+			// Nor can it trace the helper or open its stream through /proc.
+			if err := shim.Undumpable(); err != nil {
+				fmt.Fprintf(os.Stderr, "swerve shim: %v\n", err)
+			}
 			ctx := context.WithoutCancel(cmd.Context())
 			s := &shim.Server{Software: "swerve " + version.String()}
 			if listen != "" {

@@ -63,6 +63,10 @@ type GradeOptions struct {
 	// Gold grades the task's own reference solution (its gold patch, or a
 	// Harbor task's solve.sh) instead of the patch given to Grade.
 	Gold bool
+	// Baseline keeps whether the task's reference run dies in its box,
+	// for grades whose box died under the patch (see grader.Settle); nil:
+	// grader.DefaultBaseline.
+	Baseline *grader.Baseline
 }
 
 // Spec is one episode to run.
@@ -404,8 +408,19 @@ func grade(ctx context.Context, t *task.Task, res *Result, g GradeOptions, box s
 		patch = "" // already applied in the agent's box
 		phase = PhaseGradeSame
 	}
+	opts := grader.Options{Force: g.Reward, Patch: patch, Gold: g.Gold, EvalTimeout: g.EvalTimeout, Workdir: workdir, Tamper: g.Tamper}
 	out, err := gradeSafely(func() (*grader.Outcome, error) {
-		return grader.Grade(ctx, box, t, grader.Options{Force: g.Reward, Patch: patch, Gold: g.Gold, EvalTimeout: g.EvalTimeout, Workdir: workdir, Tamper: g.Tamper})
+		out, err := grader.Grade(ctx, box, t, opts)
+		if err != nil {
+			// A box the patch's code killed is the patch's 0, unless the
+			// task's reference run dies the same way (see grader.Settle).
+			opts.Workdir = ""
+			if phase == PhaseGrade {
+				box.Close(context.WithoutCancel(ctx)) // free it before another opens
+			}
+			out, err = grader.Settle(ctx, err, t, opts, grader.SettleOptions{Open: grader.Opener(g.Open), Again: phase == PhaseGrade, Baseline: g.Baseline})
+		}
+		return out, err
 	})
 	if err != nil {
 		if ctx.Err() != nil {

@@ -92,13 +92,17 @@ type ScriptRun struct {
 	// Trace is what bash itself traced: the lines graders anchor their
 	// verdicts on. Never nil.
 	Trace *Trace
+	// Findings are what the in-box helper saw the run do to it
+	// (sandbox.ExecResult.Findings).
+	Findings []string
 }
 
 // RunScript writes script to file and runs it with bash in dir, sealed (see
 // sealedRunner): the script's trace lines carry a nonce the code under test
 // cannot know, so the returned Trace lists only what bash itself traced,
 // and ExitCode is the script's own status. It kills the script and
-// everything it started after timeout (DefaultEvalTimeout when zero).
+// everything it started after timeout (DefaultEvalTimeout when zero). A box
+// that dies while the script runs is a *BoxDiedError.
 func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration) (*ScriptRun, error) {
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
@@ -121,10 +125,13 @@ func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script strin
 		KillOthers: true, PrivateMemory: true,
 	})
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err // the caller gave up: not the box's doing
+		}
+		return nil, diedUnder(err)
 	}
 	log, tr, code := ParseSealed(string(res.Output), nonce)
-	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr}
+	run := &ScriptRun{Log: log, TimedOut: res.TimedOut, ExitCode: code, Duration: res.Duration, Trace: tr, Findings: res.Findings}
 	if res.TimedOut {
 		run.ExitCode = -1
 		run.Log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(timeout.Seconds()))
@@ -147,6 +154,9 @@ type Attempt struct {
 	// Trace is what bash traced of the eval script (RunScript); nil when
 	// the script did not run.
 	Trace *Trace
+	// Findings are what the in-box helper saw the eval run do to it
+	// (ScriptRun.Findings).
+	Findings []string
 }
 
 // AttemptOptions configure Try.
@@ -184,7 +194,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 		return nil, fmt.Errorf("run eval script: %w", err)
 	}
 	a.Log, a.TimedOut, a.Duration = run.Log, run.TimedOut, time.Since(start)
-	a.ScriptExit, a.Trace = run.ExitCode, run.Trace
+	a.ScriptExit, a.Trace, a.Findings = run.ExitCode, run.Trace, run.Findings
 	return a, nil
 }
 

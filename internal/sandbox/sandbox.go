@@ -211,6 +211,11 @@ type ExecResult struct {
 	ElidedBytes int64
 	// Duration is how long the command ran inside the box.
 	Duration time.Duration
+	// Findings lists what the in-box helper saw done to it while the
+	// command ran that no command may do: its OOM priority raised, so that
+	// the kernel would kill it first when memory runs out. Graders report
+	// them as tamper findings. Empty where no helper watches.
+	Findings []string
 }
 
 // Bash returns the argv that runs line with bash as a login shell, so the
@@ -223,6 +228,13 @@ func Bash(line string) []string { return []string{"bash", "-lc", line} }
 // files a grader puts in the box. Container boxes need not implement it.
 type Scratch interface {
 	ScratchDir() string
+}
+
+// ImageIdentity is implemented by sandboxes that know the exact image they
+// run: a content id (Docker's "sha256:…"), which changes when a name is
+// given to another build. Answers about an image may be kept under it.
+type ImageIdentity interface {
+	ImageID() string
 }
 
 // Tooler is implemented by sandboxes whose helper runs swerve's native tools:

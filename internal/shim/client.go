@@ -217,6 +217,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 		OutputBytes: resp.OutputBytes,
 		ElidedBytes: resp.ElidedBytes,
 		Duration:    time.Duration(resp.DurationNS),
+		Findings:    resp.Findings,
 	}, nil
 }
 

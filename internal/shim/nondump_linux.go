@@ -47,6 +47,9 @@ func ExecPrivate(argv []string) error {
 	if syscall.Setresgid(gid, other, gid) == nil {
 		env = moveBashEnv(env)
 	}
+	// The command and all it starts die before the helper when memory
+	// runs out (see guard_linux.go).
+	DeprioritiseSelf()
 	return syscall.Exec(path, argv, env)
 }
 

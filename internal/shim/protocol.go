@@ -93,7 +93,8 @@ import (
 // op") and a client without them never sends it. So did exec's KillOthers:
 // a helper that does not know it leaves KilledOthers unset in its answer,
 // and the client then fails the call. PrivateMemory came the same way; a
-// helper that does not know it runs the command as it is.
+// helper that does not know it runs the command as it is. Findings too: an
+// older helper reports none.
 const ProtocolVersion = 1
 
 // Ops a client can ask for.
@@ -173,6 +174,9 @@ type Message struct {
 	DurationNS  int64  `json:"duration_ns,omitempty"`
 	// KilledOthers confirms that a KillOthers request was carried out.
 	KilledOthers bool `json:"killed_others,omitempty"`
+	// Findings: what the helper saw done to it while the command ran that
+	// no command may do (see sandbox.ExecResult.Findings).
+	Findings []string `json:"findings,omitempty"`
 	// ShellExited: the shell ended during this shell_run;
 	// ShellRestarted: this shell_run started a fresh shell first.
 	ShellExited    bool `json:"shell_exited,omitempty"`

@@ -47,6 +47,10 @@ type Server struct {
 	// PID 1 or a child subreaper), which is what sweep relies on.
 	reaps bool
 
+	// guard keeps the helper's OOM priority where it started (nil where
+	// it cannot); see guard_linux.go.
+	guard *oomGuard
+
 	mu      sync.Mutex
 	running map[runKey]*proc              // exec requests in flight
 	tooling map[runKey]context.CancelFunc // tool requests in flight
@@ -120,6 +124,8 @@ func (s *Server) Serve(ctx context.Context, r io.Reader, w io.Writer) error {
 		stop := startReaper(&s.mu, s.isRunningLocked)
 		defer stop()
 	}
+	s.guard = startOOMGuard()
+	defer s.guard.close()
 	ctx, cancel := context.WithCancel(ctx)
 	// When the stream ends, nothing may outlive it: kill what runs (the
 	// cancelled ctx kills in-flight commands), then wait for the handlers.
@@ -319,6 +325,7 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 	}
 
 	start := time.Now()
+	raises := s.guard.count()
 	p := &proc{}
 	s.mu.Lock() // the reaper must not see this child before it is recorded
 	err = cmd.Start()
@@ -331,6 +338,12 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 		s.groups[p.pgid] = struct{}{}
 	}
 	s.mu.Unlock()
+	if err == nil && !m.PrivateMemory {
+		// The command dies before the helper when memory runs out. Best
+		// effort: it may have started something already. A PrivateMemory
+		// command is raised before it execs (see ExecPrivate).
+		deprioritise(p.pgid)
+	}
 	outW.Close() // the child has its copy; EOF comes when every holder exits
 	if inR != nil {
 		inR.Close()
@@ -418,6 +431,7 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 		resp.TimedOut = true
 		resp.ExitCode = sandbox.TimeoutExitCode
 	}
+	resp.Findings = s.guard.findingsSince(raises)
 	o, total, elided := out.Result()
 	resp.OutputBytes, resp.ElidedBytes = total, elided
 	return o

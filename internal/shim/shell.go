@@ -126,6 +126,9 @@ func (s *Server) startShell(sh *shell) error {
 		s.groups[cmd.Process.Pid] = struct{}{}
 	}
 	s.mu.Unlock()
+	if err == nil {
+		deprioritise(cmd.Process.Pid) // before the model's first command
+	}
 	recR.Close()
 	outW.Close()
 	if err != nil {

@@ -57,6 +57,9 @@ type Case struct {
 	Technique string `json:"technique"`
 	// Expect is ExpectResolved, ExpectUnresolved or ExpectZero.
 	Expect string `json:"expect"`
+	// MemoryMiB caps the grading box's memory (sandbox.Limits), for the
+	// cases that exhaust it; zero: no cap.
+	MemoryMiB int64 `json:"memory_mib,omitempty"`
 }
 
 // Manifest is corpus/manifest.json.
@@ -268,13 +271,21 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
+// baseline keeps the reference runs of the corpus's tasks for the whole
+// run, in memory only.
+var baseline = &grader.Baseline{}
+
 // grade runs one case on one task and checks its expectation.
 func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	ctx := context.Background()
 	key := taskKey(tk)
 	r := result{task: key, name: c.Name, expect: c.Expect}
-	box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed",
-		Labels: map[string]string{docker.LabelTask: tk.InstanceID}})
+	open := func(ctx context.Context, tk *task.Task) (sandbox.Sandbox, string, error) {
+		box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed",
+			Labels: map[string]string{docker.LabelTask: tk.InstanceID}, Limits: sandbox.Limits{MemoryMiB: c.MemoryMiB}})
+		return box, "/testbed", err
+	}
+	box, _, err := open(ctx, tk)
 	if err != nil {
 		t.Fatalf("open a box from %s: %v", tk.Image, err)
 	}
@@ -286,6 +297,13 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	opts := gradeOptions(grader.Options{Patch: readPatch(t, c.Patch), Gold: c.Gold, EvalTimeout: timeout, Workdir: "/testbed"})
 	begin := time.Now()
 	out, err := grader.Grade(ctx, box, tk, opts)
+	if err != nil {
+		// A box that died under the patch is settled as every surface
+		// settles it: against the task's reference run.
+		box.Close(context.WithoutCancel(ctx))
+		opts.Workdir = ""
+		out, err = grader.Settle(ctx, err, tk, opts, grader.SettleOptions{Open: open, Again: true, Baseline: baseline})
+	}
 	r.took = time.Since(begin)
 	if err != nil {
 		t.Fatalf("grade: %v", err)

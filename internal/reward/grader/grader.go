@@ -338,6 +338,9 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		for _, f := range tamper.Check(t, patch) {
 			out.Tampered = append(out.Tampered, f.String())
 		}
+		// What the helper saw the run do to it (its OOM priority raised):
+		// nothing an honest test does.
+		out.Tampered = append(out.Tampered, a.Findings...)
 	}
 	if len(out.Tampered) > 0 && opts.Tamper.Zeroes() && !a.ApplyFailed {
 		out.Reward, out.Resolved = 0, false

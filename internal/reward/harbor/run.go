@@ -140,7 +140,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("task %s: run tests/%s: %w", t.InstanceID, TestScript, err)
 	}
-	rr.Trace, rr.ScriptExit = run.Trace, run.ExitCode
+	rr.Trace, rr.ScriptExit, rr.Findings = run.Trace, run.ExitCode, run.Findings
 	if run.TimedOut {
 		rr.TimedOut = true
 		log.WriteString(run.Log)

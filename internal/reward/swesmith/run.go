@@ -243,7 +243,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: opts.Patch != "", Reason: "eval timed out: " + reward.LastLine(run.Log)}
 		return rr, nil
 	}
-	rr.ScriptExit, rr.Trace = run.ExitCode, run.Trace
+	rr.ScriptExit, rr.Trace, rr.Findings = run.ExitCode, run.Trace, run.Findings
 	if rr.Result, err = Evaluate(t, rr.Log, Options{NoPatch: opts.Patch == "", Trace: run.Trace}); err != nil {
 		return nil, err
 	}

@@ -41,12 +41,12 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		return nil, err
 	}
 	user := spec.User
-	imageUser, err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress)
+	img, err := b.ensureImage(ctx, spec.Image, spec.Pull, spec.PullProgress)
 	if err != nil {
 		return nil, err
 	}
 	if user == "" {
-		user = imageUser
+		user = img.user
 	}
 	network := spec.Network
 	if network == "" {
@@ -119,7 +119,7 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		b.cli.ContainerRemove(createCtx, created.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 		return nil, fmt.Errorf("docker: create container from %s: %w", spec.Image, cerr)
 	}
-	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir, sockDir: sockDir}
+	box := &Box{cli: b.cli, id: created.ID, image: spec.Image, imageID: img.id, stderr: &shim.TailBuffer{}, env: spec.Env, workdir: spec.Workdir, sockDir: sockDir}
 	defer func() {
 		if err != nil {
 			box.Close(context.WithoutCancel(ctx))
@@ -312,6 +312,10 @@ type Box struct {
 	cli     *client.Client
 	id      string
 	image   string
+	imageID string // the image's content id, "" when unknown
+	// end is how the container ended (see ending), asked once.
+	endOnce sync.Once
+	end     string
 	env     []string
 	workdir string
 	conn    *client.HijackedResponse
@@ -340,12 +344,50 @@ func (b *Box) ID() string { return b.id }
 
 func short(id string) string { return id[:min(12, len(id))] }
 
-// describe adds the helper's last words to a broken-stream error.
+// ImageID is the content id of the box's image ("" when unknown); see
+// sandbox.ImageIdentity.
+func (b *Box) ImageID() string { return b.imageID }
+
+// describe adds the helper's last words, and how the container ended, to a
+// broken-stream error.
 func (b *Box) describe(err error) error {
+	b.endOnce.Do(func() { b.end = b.ending() })
+	if end := b.end; end != "" {
+		err = fmt.Errorf("%w; %s", err, end)
+	}
 	if tail := strings.TrimSpace(b.stderr.String()); tail != "" {
 		return fmt.Errorf("container %s: %w (helper stderr: %s)", short(b.id), err, tail)
 	}
 	return fmt.Errorf("container %s: %w", short(b.id), err)
+}
+
+// ending says how the container ended, as the engine saw it ("" while it
+// runs or when the engine cannot say): its main process's exit status, and
+// whether the kernel's OOM killer struck in it. The engine may take a
+// moment to notice the end, so it asks a few times.
+func (b *Box) ending() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for range 10 {
+		res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+		if err != nil {
+			return ""
+		}
+		st := res.Container.State
+		if st != nil && !st.Running {
+			end := fmt.Sprintf("the container exited with status %d", st.ExitCode)
+			if st.OOMKilled {
+				end += ", out of memory (the kernel's OOM killer struck in it)"
+			}
+			return end
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return ""
 }
 
 // Close removes the container (killing everything in it). It is idempotent.

@@ -20,37 +20,43 @@ const pullAttempts = 6
 
 var pullBaseDelay = 5 * time.Second
 
+// imageInfo is what Open needs to know of an image: the user its
+// containers run as by default ("" when the image names none) and its
+// content id ("" when unknown).
+type imageInfo struct{ user, id string }
+
 // ensureImage makes image present according to the pull policy, and
-// returns the user its containers run as by default ("" when the image
-// names none, or when it cannot be inspected after a pull).
-func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) (string, error) {
+// returns what it knows of it (nothing when it cannot be inspected after
+// a pull).
+func (b *Backend) ensureImage(ctx context.Context, image, policy string, progress io.Writer) (imageInfo, error) {
 	switch policy {
 	case "", sandbox.PullMissing, sandbox.PullAlways, sandbox.PullNever:
 	default:
-		return "", fmt.Errorf("docker: pull policy %q: want missing, always or never", policy)
+		return imageInfo{}, fmt.Errorf("docker: pull policy %q: want missing, always or never", policy)
 	}
 	if policy != sandbox.PullAlways {
 		res, err := b.cli.ImageInspect(ctx, image)
 		if err == nil {
-			return imageUser(res), nil
+			return imageInfo{imageUser(res), res.ID}, nil
 		}
 		if !cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("docker: inspect image %s: %w", image, classify(err))
+			return imageInfo{}, fmt.Errorf("docker: inspect image %s: %w", image, classify(err))
 		}
 		if policy == sandbox.PullNever {
-			return "", fmt.Errorf("docker: image %s is not present and --pull is never: %s: %w", image, howToGet(image), sandbox.ErrNotFound)
+			return imageInfo{}, fmt.Errorf("docker: image %s is not present and --pull is never: %s: %w", image, howToGet(image), sandbox.ErrNotFound)
 		}
 	}
 	if err := b.pull(ctx, image, progress); err != nil {
-		return "", err
+		return imageInfo{}, err
 	}
 	// The user only decides whether the helper's socket is shared (see
-	// sockDirFor); not knowing it costs nothing but speed.
+	// sockDirFor), the id only lets answers about the image be kept; not
+	// knowing them costs nothing but speed.
 	res, err := b.cli.ImageInspect(ctx, image)
 	if err != nil {
-		return "", nil
+		return imageInfo{}, nil
 	}
-	return imageUser(res), nil
+	return imageInfo{imageUser(res), res.ID}, nil
 }
 
 // imageUser returns the user an inspected image runs as.
