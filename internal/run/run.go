@@ -60,6 +60,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -205,7 +206,10 @@ type Record struct {
 	// and RewardReason says "tampered: ..."); see package tamper.
 	Tampered       []string `json:"tampered,omitempty"`
 	RewardCalcTime float64  `json:"reward_calc_time"`
-	TestTimeout    bool     `json:"test_timeout"`
+	// History is the proof that the agent's box held nothing past the
+	// base commit (package history).
+	History     *history.Proof `json:"history,omitempty"`
+	TestTimeout bool           `json:"test_timeout"`
 
 	// ExitReason is why the episode ended, in swerve's closed set
 	// (agent.ExitReasons); UpstreamExitReason the same in upstream's names
@@ -642,6 +646,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	}
 	rec.Offline = res.Offline
 	rec.Trajectory = res.Trajectory
+	rec.History = res.History
 	rec.ExitReason, rec.ExitDetail, rec.Patch = string(res.ExitReason), res.ExitDetail, res.Patch
 	rec.setGrade(res)
 	return rec, nil

@@ -56,6 +56,10 @@ type Proof struct {
 	// many of them the kept refs reach.
 	Objects   int64 `json:"objects"`
 	Reachable int64 `json:"reachable"`
+	// Newer counts the reachable commits dated after HEAD. Every one of
+	// them is in HEAD's history once Beyond is zero (clock skew, a rebase),
+	// so it is recorded, not refused.
+	Newer int64 `json:"newer_commits,omitempty"`
 	// Stripped says Strip ran in this box (the image was not prepared).
 	Stripped bool `json:"stripped,omitempty"`
 	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
@@ -66,6 +70,23 @@ type Proof struct {
 	Findings []string `json:"findings,omitempty"`
 	// Millis is how long the proof (and the strip, when Stripped) took.
 	Millis int64 `json:"ms"`
+}
+
+// Summary is the proof in one line, for people.
+func (p *Proof) Summary() string {
+	switch {
+	case p == nil:
+		return "history: not proved"
+	case p.NoRepo:
+		return "history: no git repository"
+	case !p.Clean:
+		return "history: NOT clean: " + strings.Join(p.Findings, "; ")
+	}
+	how := "as found"
+	if p.Stripped {
+		how = "after stripping"
+	}
+	return fmt.Sprintf("history: clean %s (HEAD %.12s, %d tags, %d objects, %d ms)", how, p.Head, p.Tags, p.Objects, p.Millis)
 }
 
 // Err is the one-line refusal of a box whose proof is not clean.
@@ -184,9 +205,10 @@ func Strip(ctx context.Context, box sandbox.Sandbox, workdir string) error {
 }
 
 // Prove checks the repository at workdir: the only refs are HEAD's branch
-// and tags in HEAD's history, no remotes, no reflog, no pseudo-refs, every
-// object reachable from the refs, no commit dated after HEAD reachable, and
-// none of t's hidden test files in the work tree or among the objects. It
+// and tags in HEAD's history (no commit reachable from a ref is outside
+// HEAD's history), no remotes, no reflog, no pseudo-refs, every object
+// reachable from the refs, and none of t's hidden test files in the work
+// tree or among the objects. It
 // errs only when the box cannot run the check; what it finds is in the
 // Proof.
 func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Proof, error) {
@@ -225,7 +247,7 @@ func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir stri
 		return p, err
 	}
 	if err := Strip(ctx, box, workdir); err != nil {
-		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+		return nil, err
 	}
 	p, err = Prove(ctx, box, t, workdir)
 	if err != nil {
@@ -263,7 +285,7 @@ func judge(out string, hidden []HiddenFile) *Proof {
 		}
 		return n
 	}
-	var beyond, newer int64
+	var beyond int64
 	for _, line := range strings.Split(out, "\n") {
 		key, rest, _ := strings.Cut(line, " ")
 		switch key {
@@ -300,7 +322,7 @@ func judge(out string, hidden []HiddenFile) *Proof {
 		case "beyond":
 			beyond = num(rest)
 		case "newer":
-			newer = num(rest)
+			p.Newer = num(rest)
 		case "reachable":
 			p.Reachable = num(rest)
 		case "testfile":
@@ -330,9 +352,6 @@ func judge(out string, hidden []HiddenFile) *Proof {
 	}
 	if beyond > 0 {
 		find("%d commits reachable from refs but not from HEAD", beyond)
-	}
-	if newer > 0 {
-		find("%d reachable commits dated after HEAD", newer)
 	}
 	p.Objects = loose + inPack
 	if len(packs) > 1 {

@@ -136,10 +136,14 @@ func TestStripAndProve(t *testing.T) {
 		{"reflog only", func(t *testing.T, dir, base, fix string) {
 			git(t, dir, "branch", "-D", "fix")
 		}, "reflog"},
-		{"unreachable only", func(t *testing.T, dir, base, fix string) {
+		{"unreachable only, loose", func(t *testing.T, dir, base, fix string) {
 			git(t, dir, "branch", "-D", "fix")
 			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
-			git(t, dir, "gc", "-q", "--prune=never")
+		}, "not reachable"},
+		{"unreachable only, packed", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "repack", "-a", "-d", "-q")
+			git(t, dir, "branch", "-D", "fix")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
 		}, "not reachable"},
 		{"stash", func(t *testing.T, dir, base, fix string) {
 			git(t, dir, "branch", "-D", "fix")
