@@ -65,11 +65,11 @@ type Proof struct {
 	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
 	// is the hash of its content): two boxes with the same fingerprint
 	// hold the same git state.
-	Fingerprint string `json:"fingerprint,omitempty"`
+	Fingerprint string `json:"git_fingerprint,omitempty"`
 	// Findings name what was found past HEAD, one a line.
 	Findings []string `json:"findings,omitempty"`
-	// Millis is how long the proof (and the strip, when Stripped) took.
-	Millis int64 `json:"ms"`
+	// Seconds is how long the proof (and the strip, when Stripped) took.
+	Seconds float64 `json:"seconds"`
 }
 
 // Summary is the proof in one line, for people.
@@ -86,7 +86,7 @@ func (p *Proof) Summary() string {
 	if p.Stripped {
 		how = "after stripping"
 	}
-	return fmt.Sprintf("history: clean %s (HEAD %.12s, %d tags, %d objects, %d ms)", how, p.Head, p.Tags, p.Objects, p.Millis)
+	return fmt.Sprintf("history: clean %s (HEAD %.12s, %d tags, %d objects, %.0f ms)", how, p.Head, p.Tags, p.Objects, p.Seconds*1000)
 }
 
 // Err is the one-line refusal of a box whose proof is not clean.
@@ -233,7 +233,7 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 		return nil, fmt.Errorf("prove history: exit %d: %s", res.ExitCode, lastLines(out, 3))
 	}
 	p := judge(out, hidden)
-	p.Millis = time.Since(start).Milliseconds()
+	p.Seconds = time.Since(start).Seconds()
 	return p, nil
 }
 
@@ -254,7 +254,7 @@ func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir stri
 		return nil, err
 	}
 	p.Stripped = true
-	p.Millis = time.Since(start).Milliseconds()
+	p.Seconds = time.Since(start).Seconds()
 	return p, nil
 }
 
