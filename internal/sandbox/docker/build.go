@@ -187,3 +187,22 @@ func (b *Backend) ImageExists(ctx context.Context, ref string) (bool, error) {
 	}
 	return false, classify(err)
 }
+
+// ImageID returns the image's content id (sha256:...); ok is false when the
+// engine has no such image.
+func (b *Backend) ImageID(ctx context.Context, ref string) (id string, ok bool, err error) {
+	res, err := b.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, classify(err)
+	}
+	return res.ID, true, nil
+}
+
+// BuildDockerfile builds tag from a Dockerfile that needs no build context
+// (FROM and RUN only), with the given labels.
+func (b *Backend) BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, progress io.Writer) error {
+	return b.Build(ctx, BuildOptions{Dockerfile: dockerfile, Tags: []string{tag}, Labels: labels, Progress: progress})
+}
