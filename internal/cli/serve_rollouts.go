@@ -193,7 +193,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
 		opened := time.Now()
 		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
-		return ro.open(ctx, t)
+		return ro.bf.openAgentRepo(ctx, t)
 	}
 	spec := episode.Spec{
 		Task: t, Mode: ro.mode, NewModel: newModel, Open: opener, Limits: ro.limits, Sampling: sampling,

@@ -41,7 +41,7 @@ shell exits.`,
 				return err
 			}
 			ctx := cmd.Context()
-			box, backend, err := bf.open(ctx, t, cmd.ErrOrStderr())
+			box, backend, err := bf.openFor(ctx, t, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}

@@ -64,7 +64,7 @@ such.`,
 			if s.Experimental {
 				fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 			}
-			box, backend, err := bf.open(ctx, t, stderr)
+			box, backend, err := bf.openFor(ctx, t, stderr, true)
 			if err != nil {
 				return err
 			}

@@ -89,8 +89,11 @@ type Options struct {
 	ModelName    string
 	NewModel     ModelFactory
 	Open         Opener
-	Limits       agent.Limits
-	Sampling     agent.Sampling
+	// AgentOpen opens the agents' boxes when set (Open then opens the
+	// grading boxes only).
+	AgentOpen Opener
+	Limits    agent.Limits
+	Sampling  agent.Sampling
 
 	EvalTimeout time.Duration
 	// Reward forces a grader (--reward); empty: the task's.
@@ -621,6 +624,9 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	spec := episode.Spec{
 		Task: t, Mode: o.Mode, NewModel: o.NewModel, Open: o.Open, Limits: o.Limits, Sampling: o.Sampling,
 		Iterations: o.MaxIterations, Gold: o.RunGolden, Grade: g, Stop: o.Stop,
+	}
+	if o.AgentOpen != nil {
+		spec.Open = o.AgentOpen
 	}
 	if !o.RunGolden {
 		s, err := agent.Lookup(o.Scaffold)

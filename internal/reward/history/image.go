@@ -74,12 +74,10 @@ func Prepare(ctx context.Context, b Builder, image, workdir string, progress io.
 
 // Images prepares each image once per process (and, through the engine's
 // labels, once per machine), concurrent callers for one image waiting for
-// the same preparation.
+// the same preparation. The zero value is ready.
 type Images struct {
-	B       Builder
-	Workdir string
-	mu      sync.Mutex
-	m       map[string]*prepared
+	mu sync.Mutex
+	m  map[string]*prepared
 }
 
 type prepared struct {
@@ -88,25 +86,26 @@ type prepared struct {
 	err  error
 }
 
-// Ref is image's prepared copy (see Prepare). A preparation that failed is
-// not tried again by this Images.
-func (c *Images) Ref(ctx context.Context, image string) (string, error) {
+// Ref is image's prepared copy, its repository at workdir (default
+// /testbed), built by b (see Prepare). A preparation that failed is not
+// tried again by this Images.
+func (c *Images) Ref(ctx context.Context, b Builder, image, workdir string) (string, error) {
+	if workdir == "" {
+		workdir = "/testbed"
+	}
+	key := image + "\x00" + workdir
 	c.mu.Lock()
 	if c.m == nil {
 		c.m = map[string]*prepared{}
 	}
-	p := c.m[image]
+	p := c.m[key]
 	if p == nil {
 		p = &prepared{}
-		c.m[image] = p
+		c.m[key] = p
 	}
 	c.mu.Unlock()
 	p.once.Do(func() {
-		wd := c.Workdir
-		if wd == "" {
-			wd = "/testbed"
-		}
-		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), c.B, image, wd, io.Discard)
+		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), b, image, workdir, io.Discard)
 	})
 	return p.ref, p.err
 }
