@@ -11,6 +11,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -39,6 +40,8 @@ RUN set -e; export GIT_AUTHOR_NAME=calc GIT_AUTHOR_EMAIL=calc@localhost GIT_COMM
 // leaks are the ways an image's repository can hold the fix while HEAD and
 // the work tree are at the base commit.
 var leaks = []struct{ name, plant string }{
+	// none: the fix is nowhere; nothing to strip, nothing to find.
+	{"none", "git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now"},
 	{"branch", "true"},
 	{"tag", "git tag fixed fix && git branch -D fix"},
 	{"remote-tracking", "git remote add origin https://example.invalid/calc.git && git update-ref refs/remotes/origin/main fix && git branch -D fix"},
@@ -131,10 +134,26 @@ func TestFutureLeaksDocker(t *testing.T) {
 					t.Errorf("the policy found a commit outside HEAD's history:\n%s", out)
 				}
 				p := res.History
-				if p == nil || !p.Clean || !p.Stripped || p.Tags != 1 {
-					t.Errorf("proof %+v: want clean, stripped, the tag v1 kept", p)
+				if p == nil || !p.Clean || p.Stripped != (leak.name != "none") || p.Tags != 1 {
+					t.Errorf("proof %+v: want clean, stripped unless nothing leaked, the tag v1 kept", p)
 				} else {
 					t.Logf("%s", p.Summary())
+				}
+			})
+			t.Run("audit", func(t *testing.T) {
+				box, wd, err := open(ctx, tk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer box.Close(ctx)
+				a, err := history.AuditBox(ctx, box, tk, wd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (a.Leaks() == 0) != (leak.name == "none") {
+					t.Errorf("audit of %s found %d: %q %q", image, a.Leaks(), a.Proof.Findings, a.Copies)
+				} else {
+					t.Logf("audit: %q", a.Proof.Findings)
 				}
 			})
 			t.Run("gold", func(t *testing.T) {

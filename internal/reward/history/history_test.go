@@ -318,3 +318,18 @@ func TestHiddenTests(t *testing.T) {
 		})
 	}
 }
+
+func TestProjectName(t *testing.T) {
+	for _, tc := range []struct{ repo, want string }{
+		{"django/django", "django"},
+		{"psf/requests", "requests"},
+		{"swesmith/pallets__flask.bc098406", "flask"},
+		{"calc", "calc"},
+		{"", ""},
+		{"x/$(boom)", ""},
+	} {
+		if got := history.ProjectName(&task.Task{Repo: tc.repo}); got != tc.want {
+			t.Errorf("ProjectName(%q) = %q, want %q", tc.repo, got, tc.want)
+		}
+	}
+}
