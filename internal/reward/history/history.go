@@ -224,6 +224,9 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 			args = append(args, "b:"+f.Blob)
 		}
 	}
+	for _, b := range changedBlobs(ctx, box, t, workdir) {
+		args = append(args, "b:"+b)
+	}
 	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: args, Timeout: 10 * time.Minute, MaxOutput: -1})
 	if err != nil {
 		return nil, fmt.Errorf("prove history: %w", err)
@@ -419,8 +422,17 @@ func BlobID(b []byte) string {
 type patchFile struct {
 	path    string
 	created bool
+	other   bool // deleted, renamed, copied, mode change or binary
 	text    bool // a single text hunk: content is the whole file
 	content string
+	hunks   []hunk
+}
+
+// hunk is one hunk of a text diff: where it starts in the old file, and
+// its lines with their first character (' ', '-', '+').
+type hunk struct {
+	oldStart, oldCount int
+	lines              []string
 }
 
 // splitFiles reads the files a git diff creates, with the content of the
@@ -464,12 +476,30 @@ func splitFiles(patch string) []patchFile {
 		case strings.HasPrefix(l, "@@ "):
 			hunks++
 			inHunk = true
+			h := hunk{oldCount: 1}
+			old, _, _ := strings.Cut(strings.TrimPrefix(l, "@@ -"), " ")
+			a, b, hasCount := strings.Cut(old, ",")
+			h.oldStart, _ = strconv.Atoi(a)
+			if hasCount {
+				h.oldCount, _ = strconv.Atoi(b)
+			}
+			cur.hunks = append(cur.hunks, h)
 		case inHunk && strings.HasPrefix(l, "+"):
 			content.WriteString(l[1:])
+			cur.hunks[len(cur.hunks)-1].addLine(l)
+		case inHunk && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")):
+			cur.hunks[len(cur.hunks)-1].addLine(l)
 		case inHunk && strings.HasPrefix(l, `\`):
 			noNL = true
+			if h := &cur.hunks[len(cur.hunks)-1]; len(h.lines) > 0 {
+				h.lines[len(h.lines)-1] = strings.TrimSuffix(h.lines[len(h.lines)-1], "\n")
+			}
+		case !inHunk && (strings.HasPrefix(l, "deleted file mode") || strings.HasPrefix(l, "rename from") ||
+			strings.HasPrefix(l, "copy from") || strings.HasPrefix(l, "old mode")):
+			cur.other = true
 		case !inHunk && (strings.HasPrefix(l, "GIT binary patch") || strings.HasPrefix(l, "Binary files")):
 			hunks = 2 // not text
+			cur.other = true
 		}
 	}
 	flush()
@@ -482,4 +512,76 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+func (h *hunk) addLine(l string) {
+	if l == "" {
+		return
+	}
+	h.lines = append(h.lines, l)
+}
+
+// apply applies the hunks to pre; false when they do not fit it exactly.
+func apply(pre string, hunks []hunk) (string, bool) {
+	lines := strings.SplitAfter(pre, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	var out strings.Builder
+	pos := 0
+	for _, h := range hunks {
+		start := h.oldStart - 1
+		if h.oldCount == 0 {
+			start = h.oldStart // an insertion: after line oldStart
+		}
+		if start < pos || start > len(lines) {
+			return "", false
+		}
+		for _, l := range lines[pos:start] {
+			out.WriteString(l)
+		}
+		pos = start
+		for _, l := range h.lines {
+			switch l[0] {
+			case ' ', '-':
+				if pos >= len(lines) || lines[pos] != l[1:] {
+					return "", false
+				}
+				if l[0] == ' ' {
+					out.WriteString(lines[pos])
+				}
+				pos++
+			case '+':
+				out.WriteString(l[1:])
+			}
+		}
+	}
+	for _, l := range lines[pos:] {
+		out.WriteString(l)
+	}
+	return out.String(), true
+}
+
+// changedBlobs are the blob ids of the files the test patch changes (not
+// creates), as they are after the patch: their content before it is read
+// from the work tree, which is at HEAD before an agent starts. A file whose
+// hunks do not fit is left out.
+func changedBlobs(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) []string {
+	if t == nil || t.TestPatch == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range splitFiles(t.TestPatch) {
+		if f.created || f.other || len(f.hunks) == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
+			continue
+		}
+		pre, err := box.ReadFile(ctx, path.Join(workdir, f.path))
+		if err != nil {
+			continue
+		}
+		if post, ok := apply(string(pre), f.hunks); ok {
+			out = append(out, BlobID([]byte(post)))
+		}
+	}
+	return out
 }

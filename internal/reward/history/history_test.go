@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,7 +35,16 @@ func (b hostBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 	return sandbox.ExecResult{Output: out}, err
 }
 func (b hostBox) WriteFile(context.Context, string, []byte, fs.FileMode) error { return nil }
-func (b hostBox) ReadFile(context.Context, string) ([]byte, error)             { return nil, sandbox.ErrNotFound }
+func (b hostBox) ReadFile(_ context.Context, p string) ([]byte, error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(b.dir, p)
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, sandbox.ErrNotFound
+	}
+	return data, err
+}
 func (b hostBox) Close(context.Context) error                                  { return nil }
 
 func git(t *testing.T, dir string, args ...string) string {
@@ -292,7 +303,11 @@ func TestHiddenTests(t *testing.T) {
 		{"in a dangling blob", func(t *testing.T, dir string) {
 			write(t, filepath.Join(dir, ".."), "hidden.py", testAdd)
 			git(t, dir, "hash-object", "-w", "../hidden.py")
-		}, "hidden test content among the git objects"},
+		}, "hidden test content among the git objects: blob " + history.BlobID([]byte(testAdd))},
+		{"a changed file's new content in a dangling blob", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".."), "ops.py", "x = 1\ny = 2\n")
+			git(t, dir, "hash-object", "-w", "../ops.py")
+		}, "hidden test content among the git objects: blob " + history.BlobID([]byte("x = 1\ny = 2\n"))},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -331,5 +346,37 @@ func TestProjectName(t *testing.T) {
 		if got := history.ProjectName(&task.Task{Repo: tc.repo}); got != tc.want {
 			t.Errorf("ProjectName(%q) = %q, want %q", tc.repo, got, tc.want)
 		}
+	}
+}
+
+// The content a test patch gives a changed file is computed as git computes
+// it (git is the oracle): several hunks, an insertion, a last line without
+// a newline.
+func TestChangedBlobMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	var pre strings.Builder
+	for i := range 40 {
+		pre.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	pre.WriteString("last")
+	write(t, dir, "tests/t.py", pre.String())
+	git(t, dir, "add", "-A")
+	commitAt(t, dir, 1, "one")
+	post := strings.Replace(pre.String(), "line 3\n", "line three\nline 3.5\n", 1)
+	post = strings.Replace(post, "line 30\n", "", 1)
+	post = strings.Replace(post, "last", "last\nafter last\n", 1)
+	write(t, dir, "tests/t.py", post)
+	patch := git(t, dir, "diff") + "\n"
+	want := git(t, dir, "hash-object", "-w", "tests/t.py")
+	git(t, dir, "checkout", "--", "tests/t.py")
+	git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	p, err := history.Prove(ctx, hostBox{dir: dir}, &task.Task{InstanceID: "t", TestPatch: patch}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Findings, "hidden test content among the git objects: blob "+want) {
+		t.Errorf("findings %q; want the blob git made, %s", p.Findings, want)
 	}
 }
