@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ type Audit struct {
 	// Proof is the history proof of the image as it is (see Prove): its
 	// findings are the git leaks.
 	Proof *Proof `json:"proof,omitempty"`
+	// Newer counts the commits any ref or reflog reaches that are dated
+	// after HEAD (the proof does not look at dates: once no ref reaches
+	// past HEAD, such commits are its ancestors).
+	Newer int64 `json:"newer_commits"`
 	// Copies are copies of the project outside its repository: package
 	// caches, wheels and sdists, installed packages that are not the
 	// repository's own (editable) install.
@@ -87,6 +92,15 @@ func AuditBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir st
 	}
 	a.Proof = p
 	a.HeadIsBase = t.BaseCommit == "" || p.Head == t.BaseCommit
+	if !p.NoRepo {
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(`git rev-list --all --reflog --count --since=$(( $(git log -1 --format=%ct HEAD) + 1 ))`), Cwd: workdir, Timeout: 5 * time.Minute})
+		if err != nil {
+			return nil, fmt.Errorf("audit dates: %w", err)
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(res.Output)), 10, 64); err == nil {
+			a.Newer = n
+		}
+	}
 	if name := ProjectName(t); name != "" {
 		wd := workdir
 		if wd == "" {

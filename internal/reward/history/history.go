@@ -56,10 +56,6 @@ type Proof struct {
 	// many of them the kept refs reach.
 	Objects   int64 `json:"objects"`
 	Reachable int64 `json:"reachable"`
-	// Newer counts the reachable commits dated after HEAD. Every one of
-	// them is in HEAD's history once Beyond is zero (clock skew, a rebase),
-	// so it is recorded, not refused.
-	Newer int64 `json:"newer_commits,omitempty"`
 	// Stripped says Strip ran in this box (the image was not prepared).
 	Stripped bool `json:"stripped,omitempty"`
 	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
@@ -161,8 +157,7 @@ for p in PSEUDO; do [ -e "$gd/$p" ] && echo "pseudo $p"; done
 if [ -d "$gd/logs" ]; then find "$gd/logs" -type f -size +0c | sed "s|^$gd/|reflog |"; fi
 git count-objects -v | sed 's/^/count /'
 ls "$gd/objects/pack" 2>/dev/null | sed 's/^/pack /'
-echo "beyond $(git rev-list --all --not HEAD --count 2>&1)"
-echo "newer $(git rev-list --all --count --since=$(( $(git log -1 --format=%ct HEAD) + 1 )) 2>&1)"
+echo "beyond $(git rev-list --use-bitmap-index --count --all --not HEAD 2>&1)"
 echo "reachable $(git rev-list --objects --all --use-bitmap-index --count 2>&1)"
 for a in "$@"; do
   case "$a" in
@@ -324,8 +319,6 @@ func judge(out string, hidden []HiddenFile) *Proof {
 			}
 		case "beyond":
 			beyond = num(rest)
-		case "newer":
-			p.Newer = num(rest)
 		case "reachable":
 			p.Reachable = num(rest)
 		case "testfile":

@@ -45,7 +45,7 @@ func (b hostBox) ReadFile(_ context.Context, p string) ([]byte, error) {
 	}
 	return data, err
 }
-func (b hostBox) Close(context.Context) error                                  { return nil }
+func (b hostBox) Close(context.Context) error { return nil }
 
 func git(t *testing.T, dir string, args ...string) string {
 	t.Helper()
