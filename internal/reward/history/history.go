@@ -111,6 +111,13 @@ const stripScript = `set -eu
 export GIT_NO_REPLACE_OBJECTS=1
 cd "$1"
 gd=$(git rev-parse --absolute-git-dir)
+top=$(git rev-parse --show-toplevel)
+# Only a repository's own .git is stripped: a .git that is a link or a file
+# naming another git directory (a worktree, a submodule, a local box's copy
+# of the user's checkout) shares its refs and objects with something else.
+if [ "$gd" != "$top/.git" ] || [ -L "$top/.git" ] || [ -L "$gd/objects" ] || [ -L "$gd/refs" ]; then
+  echo "the git directory $gd is not the repository's own: not stripped"; exit 3
+fi
 head=$(git rev-parse --verify -q HEAD^{commit})
 branch=$(git symbolic-ref -q HEAD || true)
 for r in $(git remote); do git remote remove "$r" >/dev/null 2>&1 || true; done

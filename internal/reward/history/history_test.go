@@ -380,3 +380,21 @@ func TestChangedBlobMatchesGit(t *testing.T) {
 		t.Errorf("findings %q; want the blob git made, %s", p.Findings, want)
 	}
 }
+
+// A repository whose git directory is shared (a worktree of another
+// checkout) is not stripped: that would strip the other checkout too. The
+// box is then refused.
+func TestStripLeavesSharedGitDirs(t *testing.T) {
+	ctx := context.Background()
+	main, base, _ := repo(t, nil)
+	wt := filepath.Join(t.TempDir(), "wt")
+	git(t, main, "worktree", "add", "-q", "--detach", wt, base)
+	tk := &task.Task{InstanceID: "shared"}
+	p, err := history.Secure(ctx, hostBox{dir: wt}, tk, wt)
+	if err == nil {
+		t.Fatalf("Secure stripped a worktree: %+v", p)
+	}
+	if got := git(t, main, "branch", "--list", "fix"); !strings.Contains(got, "fix") {
+		t.Errorf("the other checkout lost its branch fix: %q", got)
+	}
+}
