@@ -15,7 +15,7 @@ import (
 type Builder interface {
 	ImageID(ctx context.Context, ref string) (id string, ok bool, err error)
 	ImageLabels(ctx context.Context, ref string) (labels map[string]string, ok bool, err error)
-	BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, progress io.Writer) error
+	BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, noCache bool, progress io.Writer) error
 }
 
 // Labels on a prepared image: the id of the image it was made from, and
@@ -44,10 +44,18 @@ func Dockerfile(image, workdir string) string {
 	return "FROM " + image + "\nRUN " + string(run) + "\n"
 }
 
+// PrepareOptions tune Prepare.
+type PrepareOptions struct {
+	// Progress receives the build's output.
+	Progress io.Writer
+	// NoCache builds without the engine's build cache (to measure).
+	NoCache bool
+}
+
 // Prepare returns the prepared copy of image (its repository at workdir
 // stripped, see Strip), building it when the engine has none made from
 // this very image with this recipe. built says it was built now.
-func Prepare(ctx context.Context, b Builder, image, workdir string, progress io.Writer) (ref string, built bool, err error) {
+func Prepare(ctx context.Context, b Builder, image, workdir string, opts PrepareOptions) (ref string, built bool, err error) {
 	id, ok, err := b.ImageID(ctx, image)
 	if err != nil {
 		return "", false, fmt.Errorf("prepare %s: %w", image, err)
@@ -66,7 +74,7 @@ func Prepare(ctx context.Context, b Builder, image, workdir string, progress io.
 		return ref, false, nil
 	}
 	// FROM names the id, so that a tag moved since cannot slip in.
-	if err := b.BuildDockerfile(ctx, Dockerfile(id, workdir), ref, map[string]string{LabelSource: id, LabelRecipe: rec}, progress); err != nil {
+	if err := b.BuildDockerfile(ctx, Dockerfile(id, workdir), ref, map[string]string{LabelSource: id, LabelRecipe: rec}, opts.NoCache, opts.Progress); err != nil {
 		return "", false, fmt.Errorf("prepare %s: %w", image, err)
 	}
 	return ref, true, nil
@@ -105,7 +113,7 @@ func (c *Images) Ref(ctx context.Context, b Builder, image, workdir string) (str
 	}
 	c.mu.Unlock()
 	p.once.Do(func() {
-		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), b, image, workdir, io.Discard)
+		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), b, image, workdir, PrepareOptions{Progress: io.Discard})
 	})
 	return p.ref, p.err
 }

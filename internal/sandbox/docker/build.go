@@ -202,7 +202,8 @@ func (b *Backend) ImageID(ctx context.Context, ref string) (id string, ok bool, 
 }
 
 // BuildDockerfile builds tag from a Dockerfile that needs no build context
-// (FROM and RUN only), with the given labels.
-func (b *Backend) BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, progress io.Writer) error {
-	return b.Build(ctx, BuildOptions{Dockerfile: dockerfile, Tags: []string{tag}, Labels: labels, Progress: progress})
+// (FROM and RUN only), with the given labels; noCache ignores the engine's
+// build cache.
+func (b *Backend) BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, noCache bool, progress io.Writer) error {
+	return b.Build(ctx, BuildOptions{Dockerfile: dockerfile, Tags: []string{tag}, Labels: labels, NoCache: noCache, Progress: progress})
 }
