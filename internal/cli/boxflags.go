@@ -7,9 +7,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/spf13/pflag"
 
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -34,6 +36,13 @@ type boxFlags struct {
 	Params paramFlags
 	// warm, when set (--prewarm), opens boxes through warm pools.
 	warm *warmPools
+	// HistoryImages: agent boxes on a backend that builds images open from
+	// a copy of the task's image whose repository was stripped once
+	// (package history); prepared keeps those copies, warned says the
+	// fallback was reported.
+	HistoryImages bool
+	prepared      history.Images
+	warned        atomic.Bool
 }
 
 // Default limits of a container box (the local backend has none): enough
@@ -56,6 +65,7 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.Int64Var(&f.Memory, "memory_mb", DefaultMemoryMiB, "container box: memory limit in MiB (0: none)")
 	fs.Int64Var(&f.PIDs, "pids", DefaultPIDs, "container box: process limit (0: none)")
 	fs.StringSliceVar(&f.CapAdd, "cap_add", nil, "container box: Linux capabilities to add to the minimal set boxes keep ("+strings.Join(docker.MinimalCaps, ",")+"), e.g. SYS_PTRACE")
+	fs.BoolVar(&f.HistoryImages, "history_images", true, "container backends that build images (docker, podman): strip each task image's repository of everything past its base commit once, into a derived image (swerve-nofuture:<hash>) agent boxes open from; false: strip in every agent box (every box is proved either way)")
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
 	f.Params = registerParams(fs)
 }
@@ -131,7 +141,17 @@ func (f *boxFlags) resolve(ctx context.Context) (string, error) {
 // openRepo opens t's box and finds the repository in it (--workdir, else
 // the box's own): the opener run, serve and the session surfaces share.
 func (f *boxFlags) openRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
-	box, _, err := f.open(ctx, *t, io.Discard)
+	return f.openRepoFor(ctx, t, false)
+}
+
+// openAgentRepo is openRepo for a box an agent will work in: with
+// --history_images, from the image's prepared copy.
+func (f *boxFlags) openAgentRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+	return f.openRepoFor(ctx, t, true)
+}
+
+func (f *boxFlags) openRepoFor(ctx context.Context, t *task.Task, agent bool) (sandbox.Sandbox, string, error) {
+	box, _, err := f.openFor(ctx, *t, io.Discard, agent)
 	if err != nil {
 		return nil, "", err
 	}
@@ -146,6 +166,11 @@ func (f *boxFlags) openRepo(ctx context.Context, t *task.Task) (sandbox.Sandbox,
 // open starts a box for t on the chosen backend (through its warm pool
 // under --prewarm). Notes about the choice go to stderr.
 func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (sandbox.Sandbox, string, error) {
+	return f.openFor(ctx, t, stderr, false)
+}
+
+// openFor is open; agent says an agent will work in the box.
+func (f *boxFlags) openFor(ctx context.Context, t task.Task, stderr io.Writer, agent bool) (sandbox.Sandbox, string, error) {
 	name, spec, err := f.boxSpec(ctx, t, stderr)
 	if err != nil {
 		return nil, "", err
@@ -158,6 +183,9 @@ func (f *boxFlags) open(ctx context.Context, t task.Task, stderr io.Writer) (san
 	}
 	if err != nil {
 		return nil, "", err
+	}
+	if agent && f.HistoryImages && f.warm == nil {
+		spec = f.preparedSpec(ctx, b, spec)
 	}
 	box, err := b.Open(ctx, spec)
 	if err != nil {
@@ -222,4 +250,31 @@ func oneTask(df *datasetFlags, load func() ([]task.Task, error)) (task.Task, err
 		}
 	}
 	return task.Task{}, fmt.Errorf("--instance_id: no task %q in %s", df.InstanceIDs[0], df.Dataset)
+}
+
+// preparedSpec is spec with its image replaced by the prepared copy (see
+// history.Prepare) when the backend builds images; the task's image when
+// it cannot, or preparing fails (reported once: every agent box is then
+// stripped on its own, which costs a rewrite of its history).
+func (f *boxFlags) preparedSpec(ctx context.Context, b sandbox.Backend, spec sandbox.Spec) sandbox.Spec {
+	bl, ok := b.(history.Builder)
+	if !ok || spec.Image == "" {
+		return spec
+	}
+	if p, ok := b.(interface {
+		PrepareImage(ctx context.Context, image, pull string, progress io.Writer) error
+	}); ok {
+		if err := p.PrepareImage(ctx, spec.Image, spec.Pull, io.Discard); err != nil {
+			return spec // Open says why
+		}
+	}
+	ref, err := f.prepared.Ref(ctx, bl, spec.Image, spec.Workdir)
+	if err != nil {
+		if f.warned.CompareAndSwap(false, true) {
+			fmt.Fprintf(os.Stderr, "swerve: history: %v; agent boxes of this image are stripped one by one\n", err)
+		}
+		return spec
+	}
+	spec.Image, spec.Pull = ref, sandbox.PullNever
+	return spec
 }

@@ -255,7 +255,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	stop := gracefulStop(ctx, "stopping: nothing new starts; running tasks end after their current step and will run again next time")
 	sum, err := run.Run(ctx, run.Options{
 		Tasks: tasks, TrajDir: rf.TrajDir, ExpName: rf.ExpName, Workers: rf.Workers,
-		Scaffold: s.Name, Mode: mode, ModelName: af.LLMName, NewModel: af.model, Open: opener,
+		Scaffold: s.Name, Mode: mode, ModelName: af.LLMName, NewModel: af.model, Open: opener, AgentOpen: bf.openAgentRepo,
 		Limits: af.limits(), Sampling: af.sampling(cmd.Flags().Changed),
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
 		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,

@@ -623,9 +623,13 @@ type goldenNormalizer struct {
 }
 
 var (
-	reBox      = regexp.MustCompile(`<TMP>/swerve-local-[0-9]+(-[0-9]+)?`)
-	reTime     = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})`)
-	reDuration = regexp.MustCompile(`"(llm_exec_time|env_exec_time|total_step_time|total_time_traj|llm_time|env_time|total_time|reward_calc_time|duration|seconds)":(\s*)-?[0-9][0-9.eE+-]*`)
+	// A pack's name (in the history proof's fingerprint) depends on git's
+	// version, and the demo repositories are committed when a box opens.
+	reGitFingerprint = regexp.MustCompile(`"git_fingerprint":"[0-9a-f]+"`)
+	reHistoryHead    = regexp.MustCompile(`("history":\{[^{}]*"head":")[0-9a-f]+`)
+	reBox            = regexp.MustCompile(`<TMP>/swerve-local-[0-9]+(-[0-9]+)?`)
+	reTime           = regexp.MustCompile(`[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})`)
+	reDuration       = regexp.MustCompile(`"(llm_exec_time|env_exec_time|total_step_time|total_time_traj|llm_time|env_time|total_time|reward_calc_time|duration|seconds)":(\s*)-?[0-9][0-9.eE+-]*`)
 	// Token counts are estimated from the conversation, which holds the
 	// box's path; its random part changes the count.
 	reTokenObj   = regexp.MustCompile(`"(token_usage|tokens)":\s*\{[^{}]*\}`)
@@ -650,6 +654,8 @@ func (n goldenNormalizer) apply(s string) string {
 		}
 	}
 	s = reBox.ReplaceAllString(s, "<BOX>")
+	s = reGitFingerprint.ReplaceAllString(s, `"git_fingerprint":"<FP>"`)
+	s = reHistoryHead.ReplaceAllString(s, `${1}<HEAD>`)
 	s = reTime.ReplaceAllString(s, "<TIME>")
 	s = reDuration.ReplaceAllString(s, `"$1":${2}0`)
 	s = reTokenObj.ReplaceAllStringFunc(s, func(obj string) string {

@@ -252,7 +252,7 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	// The trainer-driven surfaces: NeMo Gym's resources server and verl's
 	// sandbox tools, one box per session, behind the same token.
 	sess := sessions.New(sessions.Options{
-		Open: ro.open, Tasks: sessions.NewCatalog(ro.dataset, true),
+		Open: ro.bf.openAgentRepo, Tasks: sessions.NewCatalog(ro.dataset, true),
 		Verifier:    sessions.GraderVerifier{Open: ro.open, Reward: sf.Reward, EvalTimeout: sf.EvalTimeout},
 		MaxSessions: sf.MaxSessions, TTL: sf.SessionTTL, StepTimeout: af.StepTimeout, Reward: sf.Reward,
 	})

@@ -193,7 +193,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
 		opened := time.Now()
 		defer func() { boxOpen.CompareAndSwap(0, int64(time.Since(opened))) }()
-		return ro.open(ctx, t)
+		return ro.bf.openAgentRepo(ctx, t)
 	}
 	spec := episode.Spec{
 		Task: t, Mode: ro.mode, NewModel: newModel, Open: opener, Limits: ro.limits, Sampling: sampling,
@@ -220,6 +220,9 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		EvalReport: ep.Report, ExitReason: string(ep.ExitReason),
 		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: ep.Timings.Grade.Seconds(),
 			Total: time.Since(start).Seconds()}}
+	if ep.History != nil {
+		res.History, _ = json.Marshal(ep.History)
+	}
 	if f := ep.Failure; f != nil {
 		res.InfraError, res.InfraDetail = cmp.Or(string(f.Kind), "error"), f.Err.Error()
 		res.Reward, res.Resolved = 0, false

@@ -41,15 +41,18 @@ shell exits.`,
 				return err
 			}
 			ctx := cmd.Context()
-			box, backend, err := bf.open(ctx, t, cmd.ErrOrStderr())
+			box, backend, err := bf.openFor(ctx, t, cmd.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}
 			defer box.Close(context.WithoutCancel(ctx))
 			// What an agent would see: the hidden tests are not there.
-			if err := grader.HideTests(ctx, box, &t, "", bf.Workdir); err != nil {
+			// and the repository holds nothing past its base commit.
+			proof, err := grader.PrepareBox(ctx, box, &t, "", bf.Workdir, true)
+			if err != nil {
 				return err
 			}
+			cmd.PrintErrf("swerve: %s\n", proof.Summary())
 			ia, ok := box.(sandbox.Interactive)
 			if !ok {
 				return fmt.Errorf("backend %s cannot attach a terminal", backend)

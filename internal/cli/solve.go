@@ -64,7 +64,7 @@ such.`,
 			if s.Experimental {
 				fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 			}
-			box, backend, err := bf.open(ctx, t, stderr)
+			box, backend, err := bf.openFor(ctx, t, stderr, true)
 			if err != nil {
 				return err
 			}
@@ -73,7 +73,8 @@ such.`,
 			if err != nil {
 				return fmt.Errorf("task %s: %w", t.InstanceID, err)
 			}
-			if err := grader.HideTests(ctx, box, &t, "", workdir); err != nil {
+			proof, err := grader.PrepareBox(ctx, box, &t, "", workdir, true)
+			if err != nil {
 				return err
 			}
 			model, err := af.model(s, &t, workdir, mode)
@@ -84,6 +85,7 @@ such.`,
 				fmt.Fprintf(stderr, "swerve: %s is an offline model: this run says nothing about a real model's ability\n", model.Name())
 			}
 			fmt.Fprintf(stderr, "swerve: %s · %s (%s mode) · %s · %s backend · repository %s\n", t.InstanceID, s.Name, mode, model.Name(), backend, workdir)
+			fmt.Fprintf(stderr, "swerve: %s\n", proof.Summary())
 			p := newStepPrinter(cmd.OutOrStdout())
 			traj, runErr := agent.Run(ctx, agent.Options{
 				Scaffold: s, Mode: mode, Model: model, Box: box, Task: &t, Workdir: workdir,

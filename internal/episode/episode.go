@@ -22,6 +22,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/stop"
@@ -134,7 +135,10 @@ type Result struct {
 	Grader       string
 	Report       json.RawMessage
 	// Tampered lists the tamper defences' findings.
-	Tampered    []string
+	Tampered []string
+	// History is the proof that the agent's box held nothing past the
+	// base commit (see package history); nil when no agent ran.
+	History     *history.Proof
 	TestOutput  string
 	TestTimeout bool
 
@@ -232,6 +236,7 @@ func (r *Result) keep(a *attempt) {
 	r.Model, r.Offline = a.model.Name(), llm.IsOffline(a.model)
 	r.Trajectory = a.traj
 	r.ExitReason, r.ExitDetail, r.Patch = a.traj.ExitReason, a.traj.ExitDetail, a.traj.Patch
+	r.History = a.history
 }
 
 // attempt is one episode and the box it ran in.
@@ -240,6 +245,7 @@ type attempt struct {
 	workdir string
 	model   llm.Client
 	traj    *agent.Trajectory
+	history *history.Proof
 }
 
 // iterate runs the task's episode up to s.Iterations times, each in a
@@ -315,14 +321,19 @@ func once(ctx context.Context, s Spec, g GradeOptions, res *Result, sampling age
 		return nil, nil
 	}
 	closeBox := func() { box.Close(context.WithoutCancel(ctx)) }
-	if g.In != GradeSame { // grading in a fresh box: hide the tests here
-		if err := grader.HideTests(ctx, box, t, g.Reward, workdir); err != nil {
-			closeBox()
-			res.ExitReason = agent.ExitSandboxError
-			kind, _ := Classify(PhaseSetup, err)
-			res.fail(StageAgent, kind, err)
-			return nil, nil
-		}
+	// Grading in a fresh box: hide the tests here. In every case, prove
+	// the repository holds nothing past its base commit (stripping it when
+	// it does) before the agent starts.
+	proof, err := grader.PrepareBox(ctx, box, t, g.Reward, workdir, g.In != GradeSame)
+	if proof != nil {
+		res.History = proof
+	}
+	if err != nil {
+		closeBox()
+		res.ExitReason = agent.ExitSandboxError
+		kind, _ := Classify(PhaseSetup, err)
+		res.fail(StageAgent, kind, err)
+		return nil, nil
 	}
 	model := s.Model
 	if s.NewModel != nil {
@@ -344,7 +355,7 @@ func once(ctx context.Context, s Spec, g GradeOptions, res *Result, sampling age
 		closeBox()
 		return nil, err
 	}
-	return &attempt{box: box, workdir: workdir, model: model, traj: traj}, nil
+	return &attempt{box: box, workdir: workdir, model: model, traj: traj, history: proof}, nil
 }
 
 // IterationTemperatures are the sampling temperatures of upstream's

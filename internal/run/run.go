@@ -60,6 +60,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/stop"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -88,8 +89,11 @@ type Options struct {
 	ModelName    string
 	NewModel     ModelFactory
 	Open         Opener
-	Limits       agent.Limits
-	Sampling     agent.Sampling
+	// AgentOpen opens the agents' boxes when set (Open then opens the
+	// grading boxes only).
+	AgentOpen Opener
+	Limits    agent.Limits
+	Sampling  agent.Sampling
 
 	EvalTimeout time.Duration
 	// Reward forces a grader (--reward); empty: the task's.
@@ -205,7 +209,10 @@ type Record struct {
 	// and RewardReason says "tampered: ..."); see package tamper.
 	Tampered       []string `json:"tampered,omitempty"`
 	RewardCalcTime float64  `json:"reward_calc_time"`
-	TestTimeout    bool     `json:"test_timeout"`
+	// History is the proof that the agent's box held nothing past the
+	// base commit (package history).
+	History     *history.Proof `json:"history,omitempty"`
+	TestTimeout bool           `json:"test_timeout"`
 
 	// ExitReason is why the episode ended, in swerve's closed set
 	// (agent.ExitReasons); UpstreamExitReason the same in upstream's names
@@ -618,6 +625,9 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 		Task: t, Mode: o.Mode, NewModel: o.NewModel, Open: o.Open, Limits: o.Limits, Sampling: o.Sampling,
 		Iterations: o.MaxIterations, Gold: o.RunGolden, Grade: g, Stop: o.Stop,
 	}
+	if o.AgentOpen != nil {
+		spec.Open = o.AgentOpen
+	}
 	if !o.RunGolden {
 		s, err := agent.Lookup(o.Scaffold)
 		if err != nil {
@@ -642,6 +652,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	}
 	rec.Offline = res.Offline
 	rec.Trajectory = res.Trajectory
+	rec.History = res.History
 	rec.ExitReason, rec.ExitDetail, rec.Patch = string(res.ExitReason), res.ExitDetail, res.Patch
 	rec.setGrade(res)
 	return rec, nil

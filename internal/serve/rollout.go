@@ -78,6 +78,9 @@ type RolloutResult struct {
 	// error, ...), in swerve's names.
 	ExitReason string
 	Timings    Timings
+	// History is the proof that the agent's box held nothing past the
+	// base commit (package history), as JSON.
+	History json.RawMessage
 
 	// InfraError, when set, is the kind of infrastructure failure (box,
 	// image, engine, provider, grader, disk) that kept this rollout from a

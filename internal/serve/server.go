@@ -461,6 +461,9 @@ func buildRow(req *RolloutRequest, res *RolloutResult) Row {
 	if len(res.EvalReport) > 0 {
 		meta["eval_report"] = res.EvalReport
 	}
+	if len(res.History) > 0 {
+		meta["history"] = res.History
+	}
 	if res.InfraError != "" {
 		infra := map[string]string{"kind": res.InfraError, "detail": res.InfraDetail}
 		meta["infra_error"] = infra

@@ -8,6 +8,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/harbor"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/reward/r2e"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -61,4 +62,24 @@ func HideTests(ctx context.Context, box sandbox.Sandbox, t *task.Task, force, wo
 		return fmt.Errorf("task %s: hide the hidden tests (%s): exit %d: %s", t.InstanceID, strings.Join(paths, " "), res.ExitCode, reward.LastLine(string(res.Output)))
 	}
 	return nil
+}
+
+// PrepareBox readies an agent's box before the agent starts: the hidden
+// tests are removed (HideTests, unless hide is false: --grade_in same),
+// and the repository is proved to hold nothing past its base commit,
+// stripped first when the proof finds anything (history.Secure). The proof
+// is returned for the task's record; a box it cannot prove clean is refused
+// with an error wrapping history.ErrNotClean, which names the task and what
+// was found (the proof is returned with it).
+func PrepareBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, force, workdir string, hide bool) (*history.Proof, error) {
+	if hide {
+		if err := HideTests(ctx, box, t, force, workdir); err != nil {
+			return nil, err
+		}
+	}
+	p, err := history.Secure(ctx, box, t, workdir)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	return p, p.Err(t.InstanceID)
 }

@@ -187,3 +187,23 @@ func (b *Backend) ImageExists(ctx context.Context, ref string) (bool, error) {
 	}
 	return false, classify(err)
 }
+
+// ImageID returns the image's content id (sha256:...); ok is false when the
+// engine has no such image.
+func (b *Backend) ImageID(ctx context.Context, ref string) (id string, ok bool, err error) {
+	res, err := b.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", false, nil
+		}
+		return "", false, classify(err)
+	}
+	return res.ID, true, nil
+}
+
+// BuildDockerfile builds tag from a Dockerfile that needs no build context
+// (FROM and RUN only), with the given labels; noCache ignores the engine's
+// build cache.
+func (b *Backend) BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, noCache bool, progress io.Writer) error {
+	return b.Build(ctx, BuildOptions{Dockerfile: dockerfile, Tags: []string{tag}, Labels: labels, NoCache: noCache, Progress: progress})
+}

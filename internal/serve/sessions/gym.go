@@ -290,6 +290,9 @@ func (g *gym) verify(w http.ResponseWriter, r *http.Request, sid string) {
 	set("model_patch", "")
 	set("test_output", "")
 	set("sandbox_handle", s.ID)
+	if s.History != nil {
+		set("history", s.History)
+	}
 	if v != nil {
 		set("model_patch", v.Patch)
 		set("timings", map[string]float64{"patch_seconds": v.PatchTime.Seconds(), "eval_seconds": v.VerifyTime.Seconds()})

@@ -35,6 +35,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -93,6 +94,9 @@ type Session struct {
 	// opening again with the same key returns this session.
 	Key  string
 	Task *task.Task
+	// History is the proof that the box's repository held nothing past
+	// the base commit when it was handed out (package history).
+	History *history.Proof
 
 	box     sandbox.Sandbox
 	workdir string
@@ -234,11 +238,11 @@ func (m *Manager) open(ctx context.Context, s *Session, instanceID string, row j
 		box.Close(context.WithoutCancel(ctx))
 		return &InfraError{Err: fmt.Errorf("task %s: %w", t.InstanceID, err)}
 	}
-	if !m.opts.GradeInSame {
-		if err := grader.HideTests(ctx, box, t, m.opts.Reward, workdir); err != nil {
-			return fail(err)
-		}
+	proof, err := grader.PrepareBox(ctx, box, t, m.opts.Reward, workdir, !m.opts.GradeInSame)
+	if err != nil {
+		return fail(err)
 	}
+	s.History = proof
 	base, err := agent.PrepareRepo(ctx, box, workdir)
 	if err != nil {
 		return fail(err)

@@ -1,0 +1,170 @@
+package episode_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/episode"
+	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/history"
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
+	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// leakDockerfile makes the calc repository at /testbed: its base commit
+// subtracts in add(), the next commit (the fix) adds. HEAD and the work tree
+// are left at the base commit on branch main, and %[2]s then hides the fix
+// in the repository one way or another.
+const leakDockerfile = `FROM %[1]s
+WORKDIR /testbed
+RUN set -e; export GIT_AUTHOR_NAME=calc GIT_AUTHOR_EMAIL=calc@localhost GIT_COMMITTER_NAME=calc GIT_COMMITTER_EMAIL=calc@localhost; \
+ git init -q -b main . \
+ && mkdir tests && printf 'def add(a, b):\n    return a - b\n' > calc.py \
+ && printf 'from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n' > tests/test_ops.py \
+ && git add -A && GIT_COMMITTER_DATE=2024-01-01T00:00:00Z GIT_AUTHOR_DATE=2024-01-01T00:00:00Z git commit -qm base \
+ && git tag v1 \
+ && git checkout -q -b fix && printf 'def add(a, b):\n    return a + b\n' > calc.py \
+ && GIT_COMMITTER_DATE=2024-02-01T00:00:00Z GIT_AUTHOR_DATE=2024-02-01T00:00:00Z git commit -qam 'fix add' \
+ && git checkout -q main \
+ && %[2]s \
+ && test "$(git status --porcelain)" = "" && grep -q 'a - b' calc.py
+`
+
+// leaks are the ways an image's repository can hold the fix while HEAD and
+// the work tree are at the base commit.
+var leaks = []struct{ name, plant string }{
+	// none: the fix is nowhere; nothing to strip, nothing to find.
+	{"none", "git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now"},
+	{"branch", "true"},
+	{"tag", "git tag fixed fix && git branch -D fix"},
+	{"remote-tracking", "git remote add origin https://example.invalid/calc.git && git update-ref refs/remotes/origin/main fix && git branch -D fix"},
+	{"reflog", "git branch -D fix"},
+	{"unreachable", "git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all"},
+	{"stash", "git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && printf 'def add(a, b):\\n    return a + b\\n' > calc.py && git stash -q"},
+}
+
+// minePolicy looks for any commit outside HEAD's history (every ref, the
+// reflog, the stash, dangling objects, every object in the store) and
+// applies its difference from HEAD: the fix, wherever the image kept it.
+const minePolicy = `cd /testbed
+found=""
+for c in $(git rev-list --all --reflog 2>/dev/null) $(git stash list --format=%H 2>/dev/null) \
+  $(git fsck --unreachable --no-reflogs 2>/dev/null | awk '$2 == "commit" {print $3}') \
+  $(git cat-file --batch-all-objects --batch-check='%(objectname) %(objecttype)' 2>/dev/null | awk '$2 == "commit" {print $1}'); do
+  if ! git merge-base --is-ancestor "$c" HEAD 2>/dev/null; then found=$c; break; fi
+done
+echo "found: ${found:-nothing}"
+if [ -n "$found" ]; then git diff HEAD "$found" -- calc.py | git apply && echo applied; fi
+git log --all --oneline | cat`
+
+const fixedCalc = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
+
+const leakTestPatch = "diff --git a/tests/test_add.py b/tests/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_add.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n"
+
+// TestFutureLeaksDocker: a policy that mines git for the fix gets reward 0
+// on every image that holds it, because the box it gets holds nothing past
+// the base commit, and the proof in the result says so; the gold patch
+// still gets 1.
+func TestFutureLeaksDocker(t *testing.T) {
+	if !testutil.DockerRequired() {
+		t.Skip("Docker tests need SWERVE_DOCKER_TESTS=1")
+	}
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-future-%d", os.Getpid())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := b.ImageExists(ctx, testutil.TestImage()); !ok {
+		testutil.SkipOrFail(t, "test image %s missing (build it with scripts/test-image.sh)", testutil.TestImage())
+	}
+	mini, err := agent.Lookup("mini_swe_agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range leaks {
+		t.Run(leak.name, func(t *testing.T) {
+			image := "swerve-test-future-" + leak.name + ":latest"
+			var log strings.Builder
+			if err := b.Build(ctx, docker.BuildOptions{ContextDir: t.TempDir(), Dockerfile: fmt.Sprintf(leakDockerfile, testutil.TestImage(), leak.plant), Tags: []string{image}, Progress: &log}); err != nil {
+				t.Fatalf("build %s: %v\n%s", image, err, log.String())
+			}
+			open := func(ctx context.Context, tk *task.Task) (sandbox.Sandbox, string, error) {
+				box, err := b.Open(ctx, sandbox.Spec{Image: image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+				return box, "/testbed", err
+			}
+			tk := &task.Task{
+				InstanceID: "calc-future-" + leak.name, Repo: "calc/calc", Image: image, Grader: task.GraderSWEFactory,
+				Patch: fixedCalc, TestPatch: leakTestPatch,
+				FailToPass: []string{"tests/test_add.py::test_add"}, PassToPass: []string{"tests/test_ops.py::test_zero"},
+				EvalScript: "#!/bin/bash\nset -uxo pipefail\ncd /testbed\ngit apply -v - <<'EOF_PATCH'\n" + leakTestPatch +
+					"EOF_PATCH\npython3 -m pytest -p no:cacheprovider -rA tests\nrc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\"\n",
+			}
+			grade := episode.GradeOptions{EvalTimeout: 2 * time.Minute}
+			t.Run("mining policy", func(t *testing.T) {
+				model := llm.NewScripted("oracle/mine-git", []llm.Message{
+					{Role: llm.RoleAssistant, Content: "Looking for the fix in git.\n\n```bash\n" + minePolicy + "\n```"},
+					{Role: llm.RoleAssistant, Content: "Submitting.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+				})
+				res, err := episode.Run(ctx, episode.Spec{Task: tk, Scaffold: mini, Mode: agent.ModeText, Model: model, Open: open, Grade: grade,
+					Limits: agent.Limits{MaxSteps: 5}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Failed() {
+					t.Fatalf("failure: %v", res.Failure.Err)
+				}
+				var out string
+				if res.Trajectory != nil && len(res.Trajectory.Steps) > 0 {
+					out = res.Trajectory.Steps[0].Observation
+				}
+				if res.Reward != 0 {
+					t.Errorf("reward %g (%s): the policy took the fix from git\npatch:\n%s\nits search:\n%s", res.Reward, res.RewardReason, res.Patch, out)
+				}
+				if !strings.Contains(out, "found: nothing") {
+					t.Errorf("the policy found a commit outside HEAD's history:\n%s", out)
+				}
+				p := res.History
+				if p == nil || !p.Clean || p.Stripped != (leak.name != "none") || p.Tags != 1 {
+					t.Errorf("proof %+v: want clean, stripped unless nothing leaked, the tag v1 kept", p)
+				} else {
+					t.Logf("%s", p.Summary())
+				}
+			})
+			t.Run("audit", func(t *testing.T) {
+				box, wd, err := open(ctx, tk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer box.Close(ctx)
+				a, err := history.AuditBox(ctx, box, tk, wd)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if (a.Leaks() == 0) != (leak.name == "none") {
+					t.Errorf("audit of %s found %d: %q %q", image, a.Leaks(), a.Proof.Findings, a.Copies)
+				} else {
+					t.Logf("audit: %q", a.Proof.Findings)
+				}
+			})
+			t.Run("gold", func(t *testing.T) {
+				res, err := episode.Run(ctx, episode.Spec{Task: tk, Gold: true, Open: open, Grade: grade})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Reward != 1 {
+					t.Errorf("gold reward %g (%s)", res.Reward, res.RewardReason)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,121 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// Audit is what an image holds past its task's base commit, found without
+// changing anything.
+type Audit struct {
+	Image string `json:"image"`
+	// Instances are the tasks that use the image.
+	Instances []string `json:"instance_ids"`
+	// BaseCommit is the task's; HeadIsBase says the repository's HEAD is it.
+	BaseCommit string `json:"base_commit,omitempty"`
+	HeadIsBase bool   `json:"head_is_base"`
+	// Proof is the history proof of the image as it is (see Prove): its
+	// findings are the git leaks.
+	Proof *Proof `json:"proof,omitempty"`
+	// Newer counts the commits any ref or reflog reaches that are dated
+	// after HEAD (the proof does not look at dates: once no ref reaches
+	// past HEAD, such commits are its ancestors).
+	Newer int64 `json:"newer_commits"`
+	// Copies are copies of the project outside its repository: package
+	// caches, wheels and sdists, installed packages that are not the
+	// repository's own (editable) install.
+	Copies []string `json:"copies,omitempty"`
+	// Error says why the image could not be audited.
+	Error string `json:"error,omitempty"`
+}
+
+// Leaks counts what the audit found.
+func (a *Audit) Leaks() int {
+	n := len(a.Copies)
+	if a.Proof != nil {
+		n += len(a.Proof.Findings)
+	}
+	return n
+}
+
+// copiesScript looks for copies of the project named $1 outside the
+// repository at $2: in pip's and conda's caches, as wheels or source
+// archives anywhere on the image's own file system, and as installed
+// packages whose files are not the repository's.
+const copiesScript = `name="$1"; repo="$2"
+for d in /root/.cache/pip /home/*/.cache/pip /opt/conda/pkgs /opt/miniconda3/pkgs /root/miniconda3/pkgs /usr/local/conda/pkgs /root/.conda/pkgs; do
+  [ -d "$d" ] || continue
+  find "$d" -maxdepth 3 -iname "$name-*" 2>/dev/null | head -20 | sed 's/^/cache /'
+  [ -d "$d/wheels" ] && find "$d/wheels" -iname "$name-*.whl" 2>/dev/null | head -20 | sed 's/^/cache /'
+done
+find / -xdev \( -path /proc -o -path /sys -o -path "$repo" \) -prune -o \
+  \( -iname "$name-*.whl" -o -iname "$name-*.tar.gz" -o -iname "$name-*.tar.bz2" -o -iname "$name-*.conda" -o -iname "$name-*.zip" \) -print 2>/dev/null | head -20 | sed 's/^/archive /'
+find / -xdev \( -path /proc -o -path /sys -o -path "$repo" \) -prune -o \
+  -type d \( -path "*/site-packages/$name" -o -path "*/dist-packages/$name" \) -print 2>/dev/null | head -20 | sed 's/^/installed /'
+echo end
+`
+
+var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// ProjectName is the package name the audit looks for: the repository's
+// name ("django/django" → "django"), or "" when it is not a plain name.
+func ProjectName(t *task.Task) string {
+	name := path.Base(strings.TrimSuffix(t.Repo, ".git"))
+	if i := strings.LastIndex(name, "__"); i >= 0 { // SWE-smith's owner__name.hash
+		name = name[i+2:]
+		if j := strings.Index(name, "."); j > 0 {
+			name = name[:j]
+		}
+	}
+	if !safeName.MatchString(name) {
+		return ""
+	}
+	return name
+}
+
+// AuditBox audits the box's repository at workdir as it is (no strip): the
+// history proof, whether HEAD is the task's base commit, and copies of the
+// project outside the repository.
+func AuditBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Audit, error) {
+	a := &Audit{Image: t.Image, Instances: []string{t.InstanceID}, BaseCommit: t.BaseCommit}
+	p, err := Prove(ctx, box, t, workdir)
+	if err != nil {
+		return nil, err
+	}
+	a.Proof = p
+	a.HeadIsBase = t.BaseCommit == "" || p.Head == t.BaseCommit
+	if !p.NoRepo {
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(`git rev-list --all --reflog --count --since=$(( $(git log -1 --format=%ct HEAD) + 1 ))`), Cwd: workdir, Timeout: 5 * time.Minute})
+		if err != nil {
+			return nil, fmt.Errorf("audit dates: %w", err)
+		}
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(res.Output)), 10, 64); err == nil {
+			a.Newer = n
+		}
+	}
+	if name := ProjectName(t); name != "" {
+		wd := workdir
+		if wd == "" {
+			wd = "/testbed"
+		}
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", copiesScript, "sh", name, wd}, Timeout: 5 * time.Minute, MaxOutput: -1})
+		if err != nil {
+			return nil, fmt.Errorf("audit copies: %w", err)
+		}
+		for _, line := range strings.Split(string(res.Output), "\n") {
+			kind, rest, ok := strings.Cut(line, " ")
+			if ok && (kind == "cache" || kind == "archive" || kind == "installed") {
+				a.Copies = append(a.Copies, kind+" "+rest)
+			}
+		}
+	}
+	return a, nil
+}

@@ -1,0 +1,587 @@
+// Package history keeps the future out of an agent's box: the task's
+// repository must hold nothing past its base commit, or a policy that looks
+// for the fix in git (git log --all, the reflog, a stash, a dangling
+// object) takes it instead of writing it.
+//
+// Strip removes, in the box's repository, every ref but the checked-out
+// branch (or the detached HEAD) and the tags whose commit is in HEAD's
+// history, the remotes, replace refs, notes, the stash, every reflog, the
+// pseudo-refs git leaves behind (FETCH_HEAD, ORIG_HEAD, MERGE_HEAD, ...),
+// the places git keeps copies of content outside the object store
+// (rr-cache, lost-found, other worktrees' state) and the alternates; then it
+// rewrites the objects into one pack of what is reachable, with a
+// reachability bitmap. The history before HEAD stays: agents use git log
+// and git blame honestly.
+//
+// Prove checks, cheaply and without trusting the strip, that a box is in
+// that state, and that the task's hidden tests are neither in the work tree
+// nor among the git objects. Thanks to the bitmap, counting the reachable
+// objects costs milliseconds even on a full django history, so the proof
+// runs in every box; Strip, which rewrites the pack, is paid once per image
+// where the backend can keep a derived image.
+package history
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// Proof is what Prove found in a box's repository. It goes into the task's
+// record.
+type Proof struct {
+	// Clean: nothing past HEAD, and the hidden tests absent.
+	Clean bool `json:"clean"`
+	// NoRepo: the work directory is not a git repository (nothing to
+	// prove; Clean is then true).
+	NoRepo bool   `json:"no_repo,omitempty"`
+	Head   string `json:"head,omitempty"`
+	// Branch is the checked-out branch; empty when HEAD is detached.
+	Branch string `json:"branch,omitempty"`
+	// Tags kept (each in HEAD's history).
+	Tags int `json:"tags"`
+	// Objects is how many objects the repository holds, Reachable how
+	// many of them the kept refs reach.
+	Objects   int64 `json:"objects"`
+	Reachable int64 `json:"reachable"`
+	// Stripped says Strip ran in this box (the image was not prepared).
+	Stripped bool `json:"stripped,omitempty"`
+	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
+	// is the hash of its content): two boxes with the same fingerprint
+	// hold the same git state.
+	Fingerprint string `json:"git_fingerprint,omitempty"`
+	// Findings name what was found past HEAD, one a line.
+	Findings []string `json:"findings,omitempty"`
+	// Seconds is how long the proof (and the strip, when Stripped) took.
+	Seconds float64 `json:"seconds"`
+}
+
+// Summary is the proof in one line, for people.
+func (p *Proof) Summary() string {
+	switch {
+	case p == nil:
+		return "history: not proved"
+	case p.NoRepo:
+		return "history: no git repository"
+	case !p.Clean:
+		return "history: NOT clean: " + strings.Join(p.Findings, "; ")
+	}
+	how := "as found"
+	if p.Stripped {
+		how = "after stripping"
+	}
+	return fmt.Sprintf("history: clean %s (HEAD %.12s, %d tags, %d objects, %.0f ms)", how, p.Head, p.Tags, p.Objects, p.Seconds*1000)
+}
+
+// Err is the one-line refusal of a box whose proof is not clean.
+func (p *Proof) Err(instance string) error {
+	if p == nil || p.Clean {
+		return nil
+	}
+	return fmt.Errorf("task %s: %w: %s", instance, ErrNotClean, strings.Join(p.Findings, "; "))
+}
+
+// ErrNotClean is wrapped by Proof.Err.
+var ErrNotClean = errors.New("repository holds more than base_commit's history")
+
+// pseudo are files in the git directory that name commits or hold content
+// outside the object store; Strip removes them and Prove reports them.
+var pseudo = []string{
+	"FETCH_HEAD", "ORIG_HEAD", "MERGE_HEAD", "MERGE_MSG", "MERGE_RR", "CHERRY_PICK_HEAD", "REVERT_HEAD",
+	"REBASE_HEAD", "AUTO_MERGE", "BISECT_LOG", "BISECT_START", "BISECT_EXPECTED_REV", "BISECT_TERMS", "BISECT_NAMES",
+	"rebase-merge", "rebase-apply", "sequencer", "rr-cache", "lost-found", "worktrees",
+	"info/refs", "objects/info/alternates", "objects/info/http-alternates",
+}
+
+// stripScript runs in the repository ($1). It keeps HEAD, its branch and the
+// tags in HEAD's history, and drops everything else.
+const stripScript = `set -eu
+export GIT_NO_REPLACE_OBJECTS=1
+cd "$1"
+gd=$(git rev-parse --absolute-git-dir)
+top=$(git rev-parse --show-toplevel)
+# Only a repository's own .git is stripped: a .git that is a link or a file
+# naming another git directory (a worktree, a submodule, a local box's copy
+# of the user's checkout) shares its refs and objects with something else.
+if [ "$gd" != "$top/.git" ] || [ -L "$top/.git" ] || [ -L "$gd/objects" ] || [ -L "$gd/refs" ]; then
+  echo "the git directory $gd is not the repository's own: not stripped"; exit 3
+fi
+head=$(git rev-parse --verify -q HEAD^{commit})
+branch=$(git symbolic-ref -q HEAD || true)
+for r in $(git remote); do git remote remove "$r" >/dev/null 2>&1 || true; done
+hist=$(mktemp)
+git rev-list "$head" >"$hist"
+git for-each-ref --format='%(refname)' | while IFS= read -r ref; do
+  [ "$ref" = "$branch" ] && continue
+  case "$ref" in
+  refs/tags/*)
+    c=$(git rev-parse -q --verify "$ref^{commit}" 2>/dev/null || true)
+    if [ -n "$c" ] && grep -qxF "$c" "$hist"; then continue; fi ;;
+  esac
+  git update-ref --no-deref -d "$ref" 2>/dev/null || {
+    # a ref git cannot parse: remove it by hand
+    rm -f "$gd/$ref"; git pack-refs --all --prune; }
+done
+rm -f "$hist"
+if [ -s "$gd/objects/info/alternates" ]; then git repack -a -d -q; fi
+` + `for p in ` + "PSEUDO" + `; do rm -rf "$gd/$p"; done
+rm -rf "$gd/logs" "$gd/refs/original"
+rm -f "$gd"/objects/pack/*.keep "$gd"/objects/info/commit-graph "$gd"/objects/info/multi-pack-index
+rm -rf "$gd"/objects/info/commit-graphs
+git reflog expire --expire=now --expire-unreachable=now --all 2>/dev/null || true
+git pack-refs --all --prune
+git -c pack.writeBitmapHashCache=true repack -a -d -b -n -q
+git prune --expire=now
+git -c core.commitGraph=true commit-graph write --reachable >/dev/null 2>&1 || true
+echo "swerve-strip ok"
+`
+
+// proveScript runs in the repository ($1); the hidden tests' paths and blob
+// ids follow as "p:<path>" and "b:<id>". It prints what it finds, one item a
+// line, each behind a key.
+const proveScript = `export GIT_NO_REPLACE_OBJECTS=1
+cd "$1" 2>/dev/null || { echo "nodir"; exit 0; }
+shift
+gd=$(git rev-parse --absolute-git-dir 2>/dev/null) || { echo "norepo"; exit 0; }
+echo "head $(git rev-parse -q --verify HEAD^{commit})"
+echo "branch $(git symbolic-ref -q HEAD)"
+git for-each-ref --format='ref %(objectname) %(objecttype) %(refname)'
+git for-each-ref --format='peel %(refname) %(*objecttype)' refs/tags
+for r in $(git remote); do echo "remote $r"; done
+for p in PSEUDO; do [ -e "$gd/$p" ] && echo "pseudo $p"; done
+if [ -d "$gd/logs" ]; then find "$gd/logs" -type f -size +0c | sed "s|^$gd/|reflog |"; fi
+git count-objects -v | sed 's/^/count /'
+ls "$gd/objects/pack" 2>/dev/null | sed 's/^/pack /'
+echo "beyond $(git rev-list --use-bitmap-index --count --all --not HEAD 2>&1)"
+echo "reachable $(git rev-list --objects --all --use-bitmap-index --count 2>&1)"
+for a in "$@"; do
+  case "$a" in
+  p:*) [ -e "${a#p:}" ] || [ -L "${a#p:}" ] && echo "testfile ${a#p:}" ;;
+  b:*) git cat-file -e "${a#b:}" 2>/dev/null && echo "testblob ${a#b:}" ;;
+  esac
+done
+echo "end"
+`
+
+func withPseudo(s string) string {
+	return strings.Replace(s, "PSEUDO", strings.Join(pseudo, " "), 1)
+}
+
+// Strip removes everything past HEAD from the repository at workdir (see
+// the package comment). A directory that is not a git repository is left
+// alone.
+func Strip(ctx context.Context, box sandbox.Sandbox, workdir string) error {
+	if workdir == "" {
+		workdir = "."
+	}
+	probe, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"git", "-C", workdir, "rev-parse", "--git-dir"}, Timeout: time.Minute})
+	if err != nil {
+		return fmt.Errorf("strip history: %w", err)
+	}
+	if probe.ExitCode != 0 {
+		return nil
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{
+		Cmd:     []string{"sh", "-c", withPseudo(stripScript), "sh", workdir},
+		Timeout: 30 * time.Minute, MaxOutput: 64 << 10,
+	})
+	if err != nil {
+		return fmt.Errorf("strip history: %w", err)
+	}
+	if res.ExitCode != 0 || !strings.Contains(string(res.Output), "swerve-strip ok") {
+		return fmt.Errorf("strip history: exit %d: %s", res.ExitCode, lastLines(string(res.Output), 3))
+	}
+	return nil
+}
+
+// Prove checks the repository at workdir: the only refs are HEAD's branch
+// and tags in HEAD's history (no commit reachable from a ref is outside
+// HEAD's history), no remotes, no reflog, no pseudo-refs, every object
+// reachable from the refs, and none of t's hidden test files in the work
+// tree or among the objects. It
+// errs only when the box cannot run the check; what it finds is in the
+// Proof.
+func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Proof, error) {
+	start := time.Now()
+	if workdir == "" {
+		workdir = "."
+	}
+	args := []string{"sh", "-c", withPseudo(proveScript), "sh", workdir}
+	hidden := HiddenTests(t)
+	for _, f := range hidden {
+		args = append(args, "p:"+f.Path)
+		if f.Blob != "" {
+			args = append(args, "b:"+f.Blob)
+		}
+	}
+	for _, b := range changedBlobs(ctx, box, t, workdir) {
+		args = append(args, "b:"+b)
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: args, Timeout: 10 * time.Minute, MaxOutput: -1})
+	if err != nil {
+		return nil, fmt.Errorf("prove history: %w", err)
+	}
+	out := string(res.Output)
+	if res.ExitCode != 0 || !strings.Contains(out, "\nend") && !strings.HasPrefix(out, "norepo") && !strings.HasPrefix(out, "nodir") {
+		return nil, fmt.Errorf("prove history: exit %d: %s", res.ExitCode, lastLines(out, 3))
+	}
+	p := judge(out, hidden)
+	p.Seconds = time.Since(start).Seconds()
+	return p, nil
+}
+
+// Secure proves the box, strips it when the proof finds anything, and
+// proves it again; the returned proof is the last one. Its Err refuses the
+// box when it is still not clean.
+func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Proof, error) {
+	start := time.Now()
+	p, err := Prove(ctx, box, t, workdir)
+	if err != nil || p.Clean {
+		return p, err
+	}
+	if err := Strip(ctx, box, workdir); err != nil {
+		return nil, err
+	}
+	p, err = Prove(ctx, box, t, workdir)
+	if err != nil {
+		return nil, err
+	}
+	p.Stripped = true
+	p.Seconds = time.Since(start).Seconds()
+	return p, nil
+}
+
+// judge reads the prove script's output.
+func judge(out string, hidden []HiddenFile) *Proof {
+	p := &Proof{}
+	if strings.HasPrefix(out, "norepo") || strings.HasPrefix(out, "nodir") {
+		p.Clean, p.NoRepo = true, true
+		for _, line := range strings.Split(out, "\n") {
+			if f, ok := strings.CutPrefix(line, "testfile "); ok {
+				p.Findings = append(p.Findings, "hidden test file in the work tree: "+f)
+			}
+		}
+		p.Clean = len(p.Findings) == 0
+		return p
+	}
+	type ref struct{ oid, typ, name string }
+	var refs []ref
+	peeled := map[string]string{}
+	var packs []string
+	var loose, inPack int64
+	find := func(format string, a ...any) { p.Findings = append(p.Findings, fmt.Sprintf(format, a...)) }
+	num := func(s string) int64 {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			find("git said %q", strings.TrimSpace(s))
+			return -1
+		}
+		return n
+	}
+	var beyond int64
+	for _, line := range strings.Split(out, "\n") {
+		key, rest, _ := strings.Cut(line, " ")
+		switch key {
+		case "head":
+			p.Head = rest
+		case "branch":
+			p.Branch = rest
+		case "ref":
+			f := strings.SplitN(rest, " ", 3)
+			if len(f) == 3 {
+				refs = append(refs, ref{f[0], f[1], f[2]})
+			}
+		case "peel":
+			name, typ, _ := strings.Cut(rest, " ")
+			peeled[name] = typ
+		case "remote":
+			find("remote %s", rest)
+		case "pseudo":
+			find("%s in the git directory", rest)
+		case "reflog":
+			find("reflog %s", rest)
+		case "count":
+			k, v, _ := strings.Cut(rest, ": ")
+			switch k {
+			case "count":
+				loose = num(v)
+			case "in-pack":
+				inPack = num(v)
+			}
+		case "pack":
+			if strings.HasSuffix(rest, ".pack") {
+				packs = append(packs, rest)
+			}
+		case "beyond":
+			beyond = num(rest)
+		case "reachable":
+			p.Reachable = num(rest)
+		case "testfile":
+			find("hidden test file in the work tree: %s", rest)
+		case "testblob":
+			find("hidden test content among the git objects: blob %s", rest)
+		}
+	}
+	if p.Head == "" {
+		find("HEAD names no commit")
+	}
+	for _, r := range refs {
+		switch {
+		case r.name == p.Branch:
+			if r.oid != p.Head {
+				find("branch %s is not at HEAD", r.name)
+			}
+		case strings.HasPrefix(r.name, "refs/tags/"):
+			if r.typ == "commit" || r.typ == "tag" && (peeled[r.name] == "commit" || peeled[r.name] == "tag") {
+				p.Tags++
+				continue
+			}
+			find("tag %s names a %s", r.name, cmp.Or(peeled[r.name], r.typ))
+		default:
+			find("ref %s", r.name)
+		}
+	}
+	if beyond > 0 {
+		find("%d commits reachable from refs but not from HEAD", beyond)
+	}
+	p.Objects = loose + inPack
+	if len(packs) > 1 {
+		find("%d packs (the strip leaves one)", len(packs))
+	}
+	if p.Reachable >= 0 && p.Objects > p.Reachable {
+		find("%d objects not reachable from the refs kept", p.Objects-p.Reachable)
+	}
+	slices.Sort(packs)
+	h := sha256.New()
+	fmt.Fprintf(h, "head %s\nbranch %s\n", p.Head, p.Branch)
+	for _, r := range refs {
+		fmt.Fprintf(h, "ref %s %s\n", r.oid, r.name)
+	}
+	for _, pk := range packs {
+		fmt.Fprintf(h, "pack %s\n", pk)
+	}
+	fmt.Fprintf(h, "loose %d\n", loose)
+	p.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+	p.Clean = len(p.Findings) == 0
+	return p
+}
+
+// HiddenFile is one file the task's test patch writes: its path in the
+// repository, and the git blob id of its content after the patch when it
+// can be known from the patch alone (a created file).
+type HiddenFile struct {
+	Path string
+	// Created: the test patch creates the file (so it must not exist in
+	// the agent's box).
+	Created bool
+	Blob    string
+}
+
+// HiddenTests lists the files t's test patch creates or changes. Only the
+// created ones are looked for in the work tree (a changed one exists
+// before the patch); the blobs of created files are looked for among the
+// git objects.
+func HiddenTests(t *task.Task) []HiddenFile {
+	if t == nil || t.TestPatch == "" {
+		return nil
+	}
+	var out []HiddenFile
+	for _, f := range splitFiles(t.TestPatch) {
+		if !f.created || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
+			continue
+		}
+		hf := HiddenFile{Path: path.Clean(f.path), Created: true}
+		if f.text {
+			hf.Blob = BlobID([]byte(f.content))
+		}
+		out = append(out, hf)
+	}
+	return out
+}
+
+// BlobID is git's object id (SHA-1) of a blob with content b.
+func BlobID(b []byte) string {
+	h := sha1.New()
+	fmt.Fprintf(h, "blob %d\x00", len(b))
+	h.Write(b)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+type patchFile struct {
+	path    string
+	created bool
+	other   bool // deleted, renamed, copied, mode change or binary
+	text    bool // a single text hunk: content is the whole file
+	content string
+	hunks   []hunk
+}
+
+// hunk is one hunk of a text diff: where it starts in the old file, and
+// its lines with their first character (' ', '-', '+').
+type hunk struct {
+	oldStart, oldCount int
+	lines              []string
+}
+
+// splitFiles reads the files a git diff creates, with the content of the
+// ones it creates from text.
+func splitFiles(patch string) []patchFile {
+	var files []patchFile
+	var cur *patchFile
+	hunks := 0
+	var content strings.Builder
+	noNL := false
+	flush := func() {
+		if cur == nil {
+			return
+		}
+		if cur.created && hunks == 1 {
+			cur.text = true
+			cur.content = content.String()
+			if noNL {
+				cur.content = strings.TrimSuffix(cur.content, "\n")
+			}
+		}
+		files = append(files, *cur)
+	}
+	lines := strings.SplitAfter(patch, "\n")
+	inHunk := false
+	for _, l := range lines {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			flush()
+			f := strings.Fields(l)
+			cur = &patchFile{path: strings.TrimPrefix(f[len(f)-1], "b/")}
+			hunks, inHunk, noNL = 0, false, false
+			content.Reset()
+		case cur == nil:
+		case !inHunk && strings.HasPrefix(l, "new file mode"):
+			cur.created = true
+		case !inHunk && strings.HasPrefix(l, "+++ "):
+			if p := strings.TrimSpace(strings.TrimPrefix(l, "+++ ")); p != "/dev/null" {
+				cur.path = strings.TrimPrefix(p, "b/")
+			}
+		case strings.HasPrefix(l, "@@ "):
+			hunks++
+			inHunk = true
+			h := hunk{oldCount: 1}
+			old, _, _ := strings.Cut(strings.TrimPrefix(l, "@@ -"), " ")
+			a, b, hasCount := strings.Cut(old, ",")
+			h.oldStart, _ = strconv.Atoi(a)
+			if hasCount {
+				h.oldCount, _ = strconv.Atoi(b)
+			}
+			cur.hunks = append(cur.hunks, h)
+		case inHunk && strings.HasPrefix(l, "+"):
+			content.WriteString(l[1:])
+			cur.hunks[len(cur.hunks)-1].addLine(l)
+		case inHunk && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")):
+			cur.hunks[len(cur.hunks)-1].addLine(l)
+		case inHunk && strings.HasPrefix(l, `\`):
+			noNL = true
+			if h := &cur.hunks[len(cur.hunks)-1]; len(h.lines) > 0 {
+				h.lines[len(h.lines)-1] = strings.TrimSuffix(h.lines[len(h.lines)-1], "\n")
+			}
+		case !inHunk && (strings.HasPrefix(l, "deleted file mode") || strings.HasPrefix(l, "rename from") ||
+			strings.HasPrefix(l, "copy from") || strings.HasPrefix(l, "old mode")):
+			cur.other = true
+		case !inHunk && (strings.HasPrefix(l, "GIT binary patch") || strings.HasPrefix(l, "Binary files")):
+			hunks = 2 // not text
+			cur.other = true
+		}
+	}
+	flush()
+	return files
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+func (h *hunk) addLine(l string) {
+	if l == "" {
+		return
+	}
+	h.lines = append(h.lines, l)
+}
+
+// apply applies the hunks to pre; false when they do not fit it exactly.
+func apply(pre string, hunks []hunk) (string, bool) {
+	lines := strings.SplitAfter(pre, "\n")
+	if len(lines) > 0 && lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	var out strings.Builder
+	pos := 0
+	for _, h := range hunks {
+		start := h.oldStart - 1
+		if h.oldCount == 0 {
+			start = h.oldStart // an insertion: after line oldStart
+		}
+		if start < pos || start > len(lines) {
+			return "", false
+		}
+		for _, l := range lines[pos:start] {
+			out.WriteString(l)
+		}
+		pos = start
+		for _, l := range h.lines {
+			switch l[0] {
+			case ' ', '-':
+				if pos >= len(lines) || lines[pos] != l[1:] {
+					return "", false
+				}
+				if l[0] == ' ' {
+					out.WriteString(lines[pos])
+				}
+				pos++
+			case '+':
+				out.WriteString(l[1:])
+			}
+		}
+	}
+	for _, l := range lines[pos:] {
+		out.WriteString(l)
+	}
+	return out.String(), true
+}
+
+// changedBlobs are the blob ids of the files the test patch changes (not
+// creates), as they are after the patch: their content before it is read
+// from the work tree, which is at HEAD before an agent starts. A file whose
+// hunks do not fit is left out.
+func changedBlobs(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) []string {
+	if t == nil || t.TestPatch == "" {
+		return nil
+	}
+	var out []string
+	for _, f := range splitFiles(t.TestPatch) {
+		if f.created || f.other || len(f.hunks) == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
+			continue
+		}
+		pre, err := box.ReadFile(ctx, path.Join(workdir, f.path))
+		if err != nil {
+			continue
+		}
+		if post, ok := apply(string(pre), f.hunks); ok {
+			out = append(out, BlobID([]byte(post)))
+		}
+	}
+	return out
+}

@@ -1,0 +1,400 @@
+package history_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/swerve-dev/swerve/internal/reward/history"
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/task"
+)
+
+// hostBox is a fake box whose commands run on the host.
+type hostBox struct{ dir string }
+
+func (b hostBox) ID() string { return "host" }
+func (b hostBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	cmd := exec.CommandContext(ctx, req.Cmd[0], req.Cmd[1:]...)
+	cmd.Dir = b.dir
+	if req.Cwd != "" {
+		cmd.Dir = req.Cwd
+	}
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return sandbox.ExecResult{Output: out, ExitCode: ee.ExitCode()}, nil
+	}
+	return sandbox.ExecResult{Output: out}, err
+}
+func (b hostBox) WriteFile(context.Context, string, []byte, fs.FileMode) error { return nil }
+func (b hostBox) ReadFile(_ context.Context, p string) ([]byte, error) {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(b.dir, p)
+	}
+	data, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, sandbox.ErrNotFound
+	}
+	return data, err
+}
+func (b hostBox) Close(context.Context) error { return nil }
+
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=a", "GIT_AUTHOR_EMAIL=a@x", "GIT_COMMITTER_NAME=a", "GIT_COMMITTER_EMAIL=a@x",
+		"GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// commitAt commits everything with both dates set to day d of 2024.
+func commitAt(t *testing.T, dir string, d int, msg string) string {
+	t.Helper()
+	date := "2024-01-" + twoDigits(d) + "T00:00:00Z"
+	cmd := exec.Command("git", "-c", "user.name=a", "-c", "user.email=a@x", "commit", "-qam", msg)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date, "HOME="+dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("commit: %v\n%s", err, out)
+	}
+	return git(t, dir, "rev-parse", "HEAD")
+}
+
+func twoDigits(n int) string {
+	s := "0" + string(rune('0'+n%10))
+	if n >= 10 {
+		s = string(rune('0'+n/10)) + string(rune('0'+n%10))
+	}
+	return s
+}
+
+const fixed = "def add(a, b):\n    return a + b\n"
+
+// repo makes a repository with two commits of history (tagged v1 and v2),
+// then the fix, and leaves HEAD and the work tree at the base commit (v2)
+// on branch main; plant then hides the fix somewhere. It returns the
+// directory, the base commit and the fix commit.
+func repo(t *testing.T, plant func(t *testing.T, dir, base, fix string)) (string, string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "calc.py", "def add(a, b):\n    return a\n")
+	git(t, dir, "add", "-A")
+	commitAt(t, dir, 1, "one")
+	git(t, dir, "tag", "v1")
+	write(t, dir, "README", "calc\n")
+	git(t, dir, "add", "-A")
+	base := commitAt(t, dir, 2, "two")
+	git(t, dir, "tag", "-a", "-m", "release two", "v2")
+	git(t, dir, "checkout", "-q", "-b", "fix")
+	write(t, dir, "calc.py", fixed)
+	fix := commitAt(t, dir, 3, "the fix")
+	git(t, dir, "checkout", "-q", "main")
+	if plant != nil {
+		plant(t, dir, base, fix)
+	}
+	return dir, base, fix
+}
+
+func TestStripAndProve(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git on PATH")
+	}
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, dir, base, fix string)
+		// want is a word of the first proof's findings.
+		want string
+	}{
+		{"branch", func(t *testing.T, dir, base, fix string) {}, "ref refs/heads/fix"},
+		{"tag", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "tag", "v3", fix)
+			git(t, dir, "branch", "-D", "fix")
+		}, "1 commits reachable from refs but not from HEAD"},
+		{"remote-tracking", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "update-ref", "refs/remotes/origin/main", fix)
+			git(t, dir, "branch", "-D", "fix")
+		}, "refs/remotes/origin/main"},
+		{"remote", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "remote", "add", "origin", "https://example.invalid/calc.git")
+			git(t, dir, "update-ref", "refs/remotes/origin/fix", fix)
+			git(t, dir, "branch", "-D", "fix")
+		}, "remote origin"},
+		{"reflog only", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "branch", "-D", "fix")
+		}, "reflog"},
+		{"unreachable only, loose", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "branch", "-D", "fix")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+		}, "not reachable"},
+		{"unreachable only, packed", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "repack", "-a", "-d", "-q")
+			git(t, dir, "branch", "-D", "fix")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+		}, "not reachable"},
+		{"stash", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "branch", "-D", "fix")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+			write(t, dir, "calc.py", fixed)
+			git(t, dir, "-c", "user.name=a", "-c", "user.email=a@x", "stash", "-q")
+		}, "refs/stash"},
+		{"replace and notes", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "-c", "user.name=a", "-c", "user.email=a@x", "notes", "add", "-m", "see "+fix, base)
+			git(t, dir, "update-ref", "refs/replace/"+base, fix)
+			git(t, dir, "branch", "-D", "fix")
+		}, "refs/notes/commits"},
+		{"orig head", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "update-ref", "ORIG_HEAD", fix)
+			git(t, dir, "branch", "-D", "fix")
+		}, "ORIG_HEAD"},
+		{"packed refs", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "pack-refs", "--all")
+		}, "ref refs/heads/fix"},
+		{"detached head", func(t *testing.T, dir, base, fix string) {
+			git(t, dir, "checkout", "-q", "--detach", base)
+		}, "ref refs/heads/fix"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, base, fix := repo(t, tc.plant)
+			branch, _ := exec.Command("git", "-C", dir, "symbolic-ref", "-q", "HEAD").Output()
+			box := hostBox{dir: dir}
+			tk := &task.Task{InstanceID: "calc-1", BaseCommit: base}
+			p, err := history.Prove(ctx, box, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Clean || !strings.Contains(strings.Join(p.Findings, "\n"), tc.want) {
+				t.Fatalf("before the strip: clean %v, findings %q; want one naming %q", p.Clean, p.Findings, tc.want)
+			}
+			if err := p.Err(tk.InstanceID); !errors.Is(err, history.ErrNotClean) || !strings.Contains(err.Error(), "task calc-1") {
+				t.Errorf("Err = %v", err)
+			}
+			p, err = history.Secure(ctx, box, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Clean || !p.Stripped || p.Err(tk.InstanceID) != nil {
+				t.Fatalf("after the strip: %+v", p)
+			}
+			if p.Head != base {
+				t.Errorf("HEAD %s, want %s", p.Head, base)
+			}
+			if got, _ := exec.Command("git", "-C", dir, "symbolic-ref", "-q", "HEAD").Output(); string(got) != string(branch) {
+				t.Errorf("HEAD's branch %q, want %q", got, branch)
+			}
+			if err := exec.Command("git", "-C", dir, "cat-file", "-e", fix).Run(); err == nil {
+				t.Errorf("the fix %s is still in the object store", fix)
+			}
+			if err := exec.Command("git", "-C", dir, "cat-file", "-e", history.BlobID([]byte(fixed))).Run(); err == nil {
+				t.Errorf("the fixed file's blob is still in the object store")
+			}
+			// The history before HEAD stays, and so do the tags in it.
+			if got := git(t, dir, "log", "--format=%s", "HEAD"); got != "two\none" {
+				t.Errorf("git log = %q", got)
+			}
+			if got := git(t, dir, "tag", "--list"); got != "v1\nv2" {
+				t.Errorf("tags = %q", got)
+			}
+			if got := git(t, dir, "status", "--porcelain"); got != "" {
+				t.Errorf("git status = %q", got)
+			}
+			if p.Tags != 2 || p.Objects != p.Reachable || p.Objects == 0 {
+				t.Errorf("tags %d objects %d reachable %d", p.Tags, p.Objects, p.Reachable)
+			}
+			// A second proof of the same state: same fingerprint, no strip.
+			again, err := history.Secure(ctx, box, tk, dir)
+			if err != nil || !again.Clean || again.Stripped || again.Fingerprint != p.Fingerprint {
+				t.Errorf("second proof %+v, %v; want clean, not stripped, fingerprint %s", again, err, p.Fingerprint)
+			}
+		})
+	}
+}
+
+func TestProveClean(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "calc.py", "x = 1\n")
+	git(t, dir, "add", "-A")
+	head := commitAt(t, dir, 1, "one")
+	git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	p, err := history.Prove(ctx, hostBox{dir: dir}, &task.Task{InstanceID: "t"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.Clean || p.Head != head || p.Branch != "refs/heads/main" || p.Objects != 3 || p.Reachable != 3 {
+		t.Errorf("proof %+v", p)
+	}
+	// Not a repository: nothing to prove.
+	p, err = history.Prove(ctx, hostBox{dir: t.TempDir()}, &task.Task{InstanceID: "t"}, t.TempDir())
+	if err != nil || !p.Clean || !p.NoRepo {
+		t.Errorf("no repository: %+v, %v", p, err)
+	}
+}
+
+const testPatch = `diff --git a/tests/test_add.py b/tests/test_add.py
+new file mode 100644
+index 0000000..1111111
+--- /dev/null
++++ b/tests/test_add.py
+@@ -0,0 +1,4 @@
++from calc import add
++
++def test_add():
++    assert add(2, 3) == 5
+diff --git a/tests/test_ops.py b/tests/test_ops.py
+index 2222222..3333333 100644
+--- a/tests/test_ops.py
++++ b/tests/test_ops.py
+@@ -1,1 +1,2 @@
+ x = 1
++y = 2
+`
+
+const testAdd = "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+func TestHiddenTests(t *testing.T) {
+	got := history.HiddenTests(&task.Task{TestPatch: testPatch})
+	if len(got) != 1 || got[0].Path != "tests/test_add.py" || got[0].Blob != history.BlobID([]byte(testAdd)) {
+		t.Fatalf("HiddenTests = %+v", got)
+	}
+	// The blob id is git's own.
+	dir := t.TempDir()
+	write(t, dir, "f", testAdd)
+	if want := git(t, dir, "hash-object", "f"); got[0].Blob != want {
+		t.Errorf("blob %s, git says %s", got[0].Blob, want)
+	}
+
+	ctx := context.Background()
+	cases := []struct {
+		name  string
+		plant func(t *testing.T, dir string)
+		want  string
+	}{
+		{"absent", func(t *testing.T, dir string) {}, ""},
+		{"in the work tree", func(t *testing.T, dir string) {
+			write(t, dir, "tests/test_add.py", "anything\n")
+		}, "hidden test file in the work tree: tests/test_add.py"},
+		{"in a dangling blob", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".."), "hidden.py", testAdd)
+			git(t, dir, "hash-object", "-w", "../hidden.py")
+		}, "hidden test content among the git objects: blob " + history.BlobID([]byte(testAdd))},
+		{"a changed file's new content in a dangling blob", func(t *testing.T, dir string) {
+			write(t, filepath.Join(dir, ".."), "ops.py", "x = 1\ny = 2\n")
+			git(t, dir, "hash-object", "-w", "../ops.py")
+		}, "hidden test content among the git objects: blob " + history.BlobID([]byte("x = 1\ny = 2\n"))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			dir := filepath.Join(root, "repo")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			git(t, dir, "init", "-q", "-b", "main")
+			write(t, dir, "tests/test_ops.py", "x = 1\n")
+			git(t, dir, "add", "-A")
+			commitAt(t, dir, 1, "one")
+			git(t, dir, "reflog", "expire", "--expire=now", "--all")
+			tc.plant(t, dir)
+			p, err := history.Prove(ctx, hostBox{dir: dir}, &task.Task{InstanceID: "t", TestPatch: testPatch}, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := strings.Join(p.Findings, "\n")
+			if tc.want == "" && !p.Clean || tc.want != "" && !strings.Contains(found, tc.want) {
+				t.Errorf("findings %q, want %q", p.Findings, tc.want)
+			}
+		})
+	}
+}
+
+func TestProjectName(t *testing.T) {
+	for _, tc := range []struct{ repo, want string }{
+		{"django/django", "django"},
+		{"psf/requests", "requests"},
+		{"swesmith/pallets__flask.bc098406", "flask"},
+		{"calc", "calc"},
+		{"", ""},
+		{"x/$(boom)", ""},
+	} {
+		if got := history.ProjectName(&task.Task{Repo: tc.repo}); got != tc.want {
+			t.Errorf("ProjectName(%q) = %q, want %q", tc.repo, got, tc.want)
+		}
+	}
+}
+
+// The content a test patch gives a changed file is computed as git computes
+// it (git is the oracle): several hunks, an insertion, a last line without
+// a newline.
+func TestChangedBlobMatchesGit(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	var pre strings.Builder
+	for i := range 40 {
+		pre.WriteString("line " + strconv.Itoa(i) + "\n")
+	}
+	pre.WriteString("last")
+	write(t, dir, "tests/t.py", pre.String())
+	git(t, dir, "add", "-A")
+	commitAt(t, dir, 1, "one")
+	post := strings.Replace(pre.String(), "line 3\n", "line three\nline 3.5\n", 1)
+	post = strings.Replace(post, "line 30\n", "", 1)
+	post = strings.Replace(post, "last", "last\nafter last\n", 1)
+	write(t, dir, "tests/t.py", post)
+	patch := git(t, dir, "diff") + "\n"
+	want := git(t, dir, "hash-object", "-w", "tests/t.py")
+	git(t, dir, "checkout", "--", "tests/t.py")
+	git(t, dir, "reflog", "expire", "--expire=now", "--all")
+	p, err := history.Prove(ctx, hostBox{dir: dir}, &task.Task{InstanceID: "t", TestPatch: patch}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(p.Findings, "hidden test content among the git objects: blob "+want) {
+		t.Errorf("findings %q; want the blob git made, %s", p.Findings, want)
+	}
+}
+
+// A repository whose git directory is shared (a worktree of another
+// checkout) is not stripped: that would strip the other checkout too. The
+// box is then refused.
+func TestStripLeavesSharedGitDirs(t *testing.T) {
+	ctx := context.Background()
+	main, base, _ := repo(t, nil)
+	wt := filepath.Join(t.TempDir(), "wt")
+	git(t, main, "worktree", "add", "-q", "--detach", wt, base)
+	tk := &task.Task{InstanceID: "shared"}
+	p, err := history.Secure(ctx, hostBox{dir: wt}, tk, wt)
+	if err == nil {
+		t.Fatalf("Secure stripped a worktree: %+v", p)
+	}
+	if got := git(t, main, "branch", "--list", "fix"); !strings.Contains(got, "fix") {
+		t.Errorf("the other checkout lost its branch fix: %q", got)
+	}
+}

@@ -1,0 +1,119 @@
+package history
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Builder is a backend that can build images from a Dockerfile (Docker and
+// Podman through the Engine API).
+type Builder interface {
+	ImageID(ctx context.Context, ref string) (id string, ok bool, err error)
+	ImageLabels(ctx context.Context, ref string) (labels map[string]string, ok bool, err error)
+	BuildDockerfile(ctx context.Context, dockerfile, tag string, labels map[string]string, noCache bool, progress io.Writer) error
+}
+
+// Labels on a prepared image: the id of the image it was made from, and
+// the recipe (the strip script and the repository's directory) it was made
+// with.
+const (
+	LabelSource = "swerve.history.source"
+	LabelRecipe = "swerve.history.recipe"
+)
+
+// DerivedRepo is the repository of prepared images; the tag is a hash of
+// the source image's id and the recipe.
+const DerivedRepo = "swerve-nofuture"
+
+// recipe hashes what a prepared image depends on besides its source.
+func recipe(workdir string) string {
+	h := sha256.Sum256([]byte(withPseudo(stripScript) + "\x00" + workdir))
+	return hex.EncodeToString(h[:])[:16]
+}
+
+// Dockerfile is the recipe of image's prepared copy: the strip, run once
+// on top of it in the repository at workdir. Nothing else changes (user,
+// entrypoint, environment and labels are the image's own).
+func Dockerfile(image, workdir string) string {
+	run, _ := json.Marshal([]string{"sh", "-c", withPseudo(stripScript), "sh", workdir})
+	return "FROM " + image + "\nRUN " + string(run) + "\n"
+}
+
+// PrepareOptions tune Prepare.
+type PrepareOptions struct {
+	// Progress receives the build's output.
+	Progress io.Writer
+	// NoCache builds without the engine's build cache (to measure).
+	NoCache bool
+}
+
+// Prepare returns the prepared copy of image (its repository at workdir
+// stripped, see Strip), building it when the engine has none made from
+// this very image with this recipe. built says it was built now.
+func Prepare(ctx context.Context, b Builder, image, workdir string, opts PrepareOptions) (ref string, built bool, err error) {
+	id, ok, err := b.ImageID(ctx, image)
+	if err != nil {
+		return "", false, fmt.Errorf("prepare %s: %w", image, err)
+	}
+	if !ok {
+		return "", false, fmt.Errorf("prepare %s: image not found", image)
+	}
+	rec := recipe(workdir)
+	sum := sha256.Sum256([]byte(id + "\x00" + rec))
+	ref = DerivedRepo + ":" + hex.EncodeToString(sum[:])[:20]
+	labels, ok, err := b.ImageLabels(ctx, ref)
+	if err != nil {
+		return "", false, fmt.Errorf("prepare %s: %w", image, err)
+	}
+	if ok && labels[LabelSource] == id && labels[LabelRecipe] == rec {
+		return ref, false, nil
+	}
+	// FROM names the id, so that a tag moved since cannot slip in.
+	if err := b.BuildDockerfile(ctx, Dockerfile(id, workdir), ref, map[string]string{LabelSource: id, LabelRecipe: rec}, opts.NoCache, opts.Progress); err != nil {
+		return "", false, fmt.Errorf("prepare %s: %w", image, err)
+	}
+	return ref, true, nil
+}
+
+// Images prepares each image once per process (and, through the engine's
+// labels, once per machine), concurrent callers for one image waiting for
+// the same preparation. The zero value is ready.
+type Images struct {
+	mu sync.Mutex
+	m  map[string]*prepared
+}
+
+type prepared struct {
+	once sync.Once
+	ref  string
+	err  error
+}
+
+// Ref is image's prepared copy, its repository at workdir (default
+// /testbed), built by b (see Prepare). A preparation that failed is not
+// tried again by this Images.
+func (c *Images) Ref(ctx context.Context, b Builder, image, workdir string) (string, error) {
+	if workdir == "" {
+		workdir = "/testbed"
+	}
+	key := image + "\x00" + workdir
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]*prepared{}
+	}
+	p := c.m[key]
+	if p == nil {
+		p = &prepared{}
+		c.m[key] = p
+	}
+	c.mu.Unlock()
+	p.once.Do(func() {
+		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), b, image, workdir, PrepareOptions{Progress: io.Discard})
+	})
+	return p.ref, p.err
+}
