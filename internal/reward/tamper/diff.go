@@ -2,6 +2,16 @@ package tamper
 
 import (
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
+)
+
+var (
+	ctxOldRange = lazyre.New(`^\*\*\* \d+(,\d+)? \*\*\*\*$`)
+	ctxNewRange = lazyre.New(`^--- \d+(,\d+)? ----$`)
+	// normalDiffCmd is a command line of a normal diff or an ed script
+	// ("12a13", "3,5c3,6", "7d"), a format patch(1) also applies.
+	normalDiffCmd = lazyre.New(`^\d+(,\d+)?[acd](\d+(,\d+)?)?$`)
 )
 
 // fileChange is one file of a unified diff.
@@ -15,6 +25,16 @@ type fileChange struct {
 	// Contexts are the hunk headers' trailing text (git's function
 	// context: the enclosing class or def).
 	Contexts []string
+	// Binary: the diff carries the file as a binary hunk (git's "GIT
+	// binary patch", or "Binary files ... differ"), whose content Plus
+	// does not hold.
+	Binary bool
+	// Mode is the file's new mode when the diff sets one ("120000" is a
+	// symbolic link).
+	Mode string
+	// Unread are lines of a hunk format the parser does not read (a
+	// normal diff or an ed script, which patch(1) applies).
+	Unread []string
 }
 
 // parseDiff splits a git-style unified diff into its files. It is lenient:
@@ -25,7 +45,45 @@ func parseDiff(diff string) []fileChange {
 	var cur *fileChange
 	inHunk := false
 	oldLeft, newLeft := 0, 0
-	for line := range strings.SplitSeq(diff, "\n") {
+	// A context diff (diff -c), which patch(1) applies when git apply
+	// refuses the patch: ctx is set inside one, newSide in its new half.
+	ctx, newSide := false, false
+	lines := strings.Split(diff, "\n")
+	for i, line := range lines {
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
+		line = strings.TrimSuffix(line, "\r")
+		if ctx && !inHunk {
+			switch {
+			case strings.HasPrefix(line, "***************"):
+				newSide = false
+				continue
+			case ctxOldRange.MatchString(line):
+				newSide = false
+				continue
+			case ctxNewRange.MatchString(line):
+				newSide = true
+				continue
+			case strings.HasPrefix(line, "+ ") || line == "+":
+				cur.Plus = append(cur.Plus, strings.TrimPrefix(line[1:], " "))
+				continue
+			case strings.HasPrefix(line, "! ") || line == "!":
+				if newSide {
+					cur.Plus = append(cur.Plus, strings.TrimPrefix(line[1:], " "))
+				} else {
+					cur.Minus = append(cur.Minus, strings.TrimPrefix(line[1:], " "))
+				}
+				continue
+			case strings.HasPrefix(line, "- ") || line == "-":
+				cur.Minus = append(cur.Minus, strings.TrimPrefix(line[1:], " "))
+				continue
+			case strings.HasPrefix(line, "  "), line == "":
+				continue
+			}
+			ctx = false
+		}
 		if inHunk && (oldLeft > 0 || newLeft > 0) {
 			switch {
 			case strings.HasPrefix(line, "+"):
@@ -46,6 +104,30 @@ func parseDiff(diff string) []fileChange {
 			inHunk = false
 		}
 		switch {
+		case strings.HasPrefix(line, "*** ") && !strings.HasPrefix(line, "****") && strings.HasPrefix(next, "--- ") && !inHunk:
+			// A context diff's header: "*** old" then "--- new".
+			files = append(files, fileChange{})
+			cur = &files[len(files)-1]
+			if p := diffPath(strings.TrimPrefix(line, "*** "), "a/"); p != "" {
+				cur.OldPath = p
+			} else {
+				cur.Added = true
+			}
+			if p := diffPath(strings.TrimPrefix(next, "--- "), "b/"); p != "" {
+				cur.Path = p
+			} else {
+				cur.Deleted = true
+			}
+			ctx, newSide = true, false
+			lines[i+1] = "" // the "--- new" line is read
+		case strings.HasPrefix(line, "Index: ") && !inHunk:
+			// patch(1) takes the file name of the hunks that follow from
+			// an Index: line.
+			files = append(files, fileChange{Path: strings.TrimSpace(strings.TrimPrefix(line, "Index: "))})
+			cur = &files[len(files)-1]
+		case cur == nil && normalDiffCmd.MatchString(line):
+			files = append(files, fileChange{Path: "(no file name)", Unread: []string{line}})
+			cur = &files[len(files)-1]
 		case strings.HasPrefix(line, "diff --git "):
 			files = append(files, fileChange{})
 			cur = &files[len(files)-1]
@@ -71,8 +153,15 @@ func parseDiff(diff string) []fileChange {
 		case cur == nil:
 		case strings.HasPrefix(line, "new file mode"):
 			cur.Added = true
+			cur.Mode = strings.TrimSpace(strings.TrimPrefix(line, "new file mode"))
 		case strings.HasPrefix(line, "deleted file mode"):
 			cur.Deleted = true
+		case strings.HasPrefix(line, "new mode "):
+			cur.Mode = strings.TrimSpace(strings.TrimPrefix(line, "new mode "))
+		case strings.HasPrefix(line, "GIT binary patch"), strings.HasPrefix(line, "Binary files ") && strings.HasSuffix(line, " differ"):
+			cur.Binary = true
+		case normalDiffCmd.MatchString(line):
+			cur.Unread = append(cur.Unread, line)
 		case strings.HasPrefix(line, "rename from "):
 			cur.OldPath = strings.TrimPrefix(line, "rename from ")
 		case strings.HasPrefix(line, "rename to "):
