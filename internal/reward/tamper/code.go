@@ -72,7 +72,11 @@ var (
 	// Names of those functions used bare (imported from os) or spelled
 	// as a string (getattr(os, "_exit")).
 	pyProcEndBare  = lazyre.New(`(^|[^.\w])(_exit|_Exit|quick_exit|execv|execve|execvp|execvpe|execl|execle|execlp|execlpe|raise_signal|pthread_kill|killpg)\b|['"](_exit|_Exit|quick_exit|exec[lv]p?e?|kill|killpg|abort|raise_signal|pthread_kill|Py_Exit|Py_FinalizeEx|system)['"]`)
-	pyFromOsImport = lazyre.New(`^\s*from\s+(os|posix|nt|signal)\s+import\b.*\b(kill|abort|exec\w*|_exit|spawn\w*|raise_signal|pthread_kill|alarm|setitimer)\b`)
+	pyFromOsImport = lazyre.New(`^\s*from\s+(os|posix|nt|signal)\s+import\b.*\b(kill|abort|exec\w*|_exit|spawn\w*|raise_signal|pthread_kill|alarm|setitimer)\b|^\s*from\s+sys\s+import\b.*\bexit\s+as\b`)
+	// Killing its own process group or pid (os.kill(os.getpid(), ...) by
+	// whatever name kill has), a module's kill or _exit reached through
+	// __import__, and shell commands that kill.
+	pyKillSelf = lazyre.New(`\bkill\w*\s*\(\s*[\w.()]*\bget(pid|ppid|pgid|pgrp)\b|(__import__|import_module)\s*\([^)]*\)\s*\.\s*(kill|killpg|abort|_exit|exec[lv]p?e?|spawn\w*)\b|['"]\s*(kill|pkill|killall)\s+-`)
 	// Loading C libraries: libc's exit, _exit, execve and kill are a call
 	// away, and so is the C API's Py_Exit.
 	pyLoadsC = lazyre.New(`\b(CDLL|PyDLL|cdll|pydll|pythonapi|dlopen|LoadLibrary|find_library|_ctypes)\b|\bctypes\s*\.\s*util\b`)
@@ -105,7 +109,7 @@ func processEnd(f fileChange) string {
 	for i, l := range code {
 		line := strings.TrimSpace(f.Plus[i])
 		switch {
-		case pyProcEnd.MatchString(l), byAttr(l), pyProcEndBare.MatchString(l), pyFromOsImport.MatchString(l):
+		case pyProcEnd.MatchString(l), byAttr(l), pyProcEndBare.MatchString(l), pyFromOsImport.MatchString(l), pyKillSelf.MatchString(l):
 			return "ends or replaces the process (`" + clip(line) + "`)"
 		case pyLoadsC.MatchString(l):
 			return "loads a C library (`" + clip(line) + "`), through which it can end or replace the process"
@@ -162,16 +166,21 @@ var spelledNames = strings.Fields(`unittest pytest TestResult TestCase TextTestR
 	sys.modules DiscoverRunner runtests`)
 
 var (
-	pyRot13     = lazyre.New(`['"]rot[_-]?13['"]`)
-	pyDecode    = lazyre.New(`\b(b64decode|b32decode|b16decode|a85decode|b85decode|urlsafe_b64decode|decodebytes|decodestring|fromhex|unhexlify|a2b_\w+|decompress|marshal\s*\.\s*loads|pickle\s*\.\s*loads)\b`)
-	pyDynamic   = lazyre.New(`(^|[^.\w])(exec|eval|compile|getattr|setattr|delattr|__import__|vars|globals)\s*\(|\bimport_module\s*\(|\b__(set|get|del)attr__\b|\bsys\s*\.\s*modules\b`)
-	pyTypeSet   = lazyre.New(`\b(type|object)\s*\.\s*__(set|del)attr__\s*\(\s*(type|unittest|_?pytest|builtins|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*|DiscoverRunner|CallInfo)\b|\btype\s*\.\s*__setattr__\b`)
-	pyAttrOnFw  = lazyre.New(`\b(setattr|delattr)\s*\(\s*(sys\s*\.\s*modules|importlib|__import__)\b|\b(setattr|delattr|getattr)\s*\(\s*(unittest|_?pytest|pluggy|doctest|builtins|__builtins__|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*|DiscoverRunner|CallInfo|TerminalReporter)\b`)
-	pyFwDict    = lazyre.New(`\b(unittest|_?pytest|builtins|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*)(\.\w+)*\s*\.\s*__dict__\b|\bvars\s*\(\s*(unittest|_?pytest|builtins|\w*Test(Case|Result|Runner)\w*)\b`)
-	pyExecCall  = lazyre.New(`(^|[^.\w])(exec|eval|compile)\s*\(\s*(.?)`)
-	pyStrLit    = lazyre.New(`(?:[rRbBuU]{0,2})("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`)
-	pyChr       = lazyre.New(`\bchr\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)\s*\)`)
-	pyBuildsStr = lazyre.New(`['"]\s*\+|\+\s*[rbuRBU]?['"]|\.join\s*\(|['"]\s*%|\.format\s*\(|\[\s*::\s*-1\s*\]|\breversed\s*\(|\bchr\s*\(|\bf['"]`)
+	pyRot13 = lazyre.New(`['"]rot[_-]?13['"]`)
+	// A string naming a part of a test framework, and setting attributes
+	// by name: together, a monkeypatch whose target is found at run time
+	// (by walking sys.modules, say).
+	pyFwString   = lazyre.New(`['"](unittest|_pytest[\w.]*|addFailure|addError|addSuccess|addSubTest|wasSuccessful|TestResult|TextTestResult|TestReport|CallInfo|TerminalReporter|DiscoverRunner|RemoteTestResult|pytest_runtest_\w+)['"]`)
+	pySetsByName = lazyre.New(`(^|[^.\w])(setattr|delattr)\s*\(|\b__(set|del)attr__\s*\(|\b__dict__\s*\[[^\]]+\]\s*=[^=]|\bvars\s*\([^)]*\)\s*\[[^\]]+\]\s*=[^=]`)
+	pyDecode     = lazyre.New(`\b(b64decode|b32decode|b16decode|a85decode|b85decode|urlsafe_b64decode|decodebytes|decodestring|fromhex|unhexlify|a2b_\w+|decompress|marshal\s*\.\s*loads|pickle\s*\.\s*loads)\b|\bbytes(array)?\s*\(\s*[\[(]\s*\d|\bmap\s*\(\s*chr\b`)
+	pyDynamic    = lazyre.New(`(^|[^.\w])(exec|eval|compile|getattr|setattr|delattr|__import__|vars|globals)\s*\(|\bimport_module\s*\(|\b__(set|get|del)attr__\b|\bsys\s*\.\s*modules\b`)
+	pyTypeSet    = lazyre.New(`\b(type|object)\s*\.\s*__(set|del)attr__\s*\(\s*(type|unittest|_?pytest|builtins|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*|DiscoverRunner|CallInfo)\b|\btype\s*\.\s*__setattr__\b`)
+	pyAttrOnFw   = lazyre.New(`\b(setattr|delattr)\s*\(\s*(sys\s*\.\s*modules|importlib|__import__)\b|\b(setattr|delattr|getattr)\s*\(\s*(unittest|_?pytest|pluggy|doctest|builtins|__builtins__|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*|DiscoverRunner|CallInfo|TerminalReporter)\b`)
+	pyFwDict     = lazyre.New(`\b(unittest|_?pytest|builtins|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*)(\.\w+)*\s*\.\s*__dict__\b|\bvars\s*\(\s*(unittest|_?pytest|builtins|\w*Test(Case|Result|Runner)\w*)\b`)
+	pyExecCall   = lazyre.New(`(^|[^.\w])(exec|eval|compile)\s*\(\s*(.?)`)
+	pyStrLit     = lazyre.New(`(?:[rRbBuU]{0,2})("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')`)
+	pyChr        = lazyre.New(`\bchr\s*\(\s*(0[xX][0-9a-fA-F]+|\d+)\s*\)`)
+	pyBuildsStr  = lazyre.New(`['"]\s*\+|\+\s*[rbuRBU]?['"]|['"]\s+[rbuRBU]?['"]|\.join\s*\(|['"]\s*%|\.format\s*\(|\[\s*::\s*-1\s*\]|\breversed\s*\(|\bchr\s*\(|\bf['"]`)
 )
 
 // runtimeName says how added Python code spells a name at run time to
@@ -181,7 +190,7 @@ var (
 // conditions so).
 func runtimeName(f fileChange, own bool) string {
 	code := pyCode(f)
-	decodes, dynamic := "", ""
+	decodes, dynamic, named, sets := "", "", "", ""
 	for i, l := range code {
 		line := strings.TrimSpace(f.Plus[i])
 		switch {
@@ -197,6 +206,12 @@ func runtimeName(f fileChange, own bool) string {
 		if name := spelled(l); name != "" {
 			return "spells " + name + " at run time (`" + clip(line) + "`)"
 		}
+		if named == "" && pyFwString.MatchString(l) {
+			named = line
+		}
+		if sets == "" && pySetsByName.MatchString(l) {
+			sets = line
+		}
 		if decodes == "" && pyDecode.MatchString(l) {
 			decodes = line
 		}
@@ -208,6 +223,9 @@ func runtimeName(f fileChange, own bool) string {
 				return "runs code built at run time (`" + clip(line) + "`)"
 			}
 		}
+	}
+	if named != "" && sets != "" {
+		return "names the test framework in a string (`" + clip(named) + "`) and sets attributes by name (`" + clip(sets) + "`)"
 	}
 	if decodes != "" && dynamic != "" {
 		return "decodes data (`" + clip(decodes) + "`) and uses it as code or a name (`" + clip(dynamic) + "`)"
