@@ -83,7 +83,7 @@ func TestCheck(t *testing.T) {
 			diffFile("add", "pytest/__main__.py", "+import sys", "+for a in sys.argv[1:]: print('PASSED', a)"),
 			[]string{"shadow pytest/__main__.py"}},
 		{"pytest module at the root", pytestTask(), diffFile("add", "pytest.py", "+print('PASSED')"), []string{"shadow pytest.py"}},
-		{"stdlib module in django's tests dir", djangoTask(), diffFile("add", "tests/unittest/__init__.py", "+x = 1"), []string{"shadow tests/unittest/__init__.py", "auto-import tests/unittest/__init__.py"}},
+		{"stdlib module in django's tests dir", djangoTask(), diffFile("add", "tests/unittest/__init__.py", "+x = 1"), []string{"shadow tests/unittest/__init__.py"}},
 		{"stdlib module beside the hidden tests", pytestTask(), diffFile("add", "astropy/modeling/tests/json.py", "+x = 1"), []string{"shadow astropy/modeling/tests/json.py"}},
 		{"conftest", pytestTask(), diffFile("add", "astropy/conftest.py", "+x = 1"), []string{"conftest astropy/conftest.py"}},
 		{"conftest in django", djangoTask(), diffFile("add", "conftest.py", "+x = 1"), []string{"conftest conftest.py"}},

@@ -71,7 +71,7 @@ var (
 	pyImportAs = lazyre.New(`\bimport\s+(os|posix|nt|signal)\s+as\s+(\w+)`)
 	// Names of those functions used bare (imported from os) or spelled
 	// as a string (getattr(os, "_exit")).
-	pyProcEndBare  = lazyre.New(`(^|[^.\w])(_exit|_Exit|quick_exit|execv|execve|execvp|execvpe|execl|execle|execlp|execlpe|raise_signal|pthread_kill|killpg)\b|['"](_exit|_Exit|quick_exit|exec[lv]p?e?|kill|killpg|abort|raise_signal|pthread_kill|Py_Exit|Py_FinalizeEx|system)['"]`)
+	pyProcEndBare  = lazyre.New(`(^|[^.\w])(_exit|_Exit|quick_exit|execv|execve|execvp|execvpe|execl|execle|execlp|execlpe|raise_signal|pthread_kill|killpg)\b|\bgetattr\s*\([^,]+,\s*['"](_exit|_Exit|quick_exit|exec[lv]p?e?|kill|killpg|abort|raise_signal|pthread_kill|Py_Exit|Py_FinalizeEx)['"]`)
 	pyFromOsImport = lazyre.New(`^\s*from\s+(os|posix|nt|signal)\s+import\b.*\b(kill|abort|exec\w*|_exit|spawn\w*|raise_signal|pthread_kill|alarm|setitimer)\b|^\s*from\s+sys\s+import\b.*\bexit\s+as\b`)
 	// Killing its own process group or pid (os.kill(os.getpid(), ...) by
 	// whatever name kill has), a module's kill or _exit reached through
@@ -122,7 +122,7 @@ func processEnd(f fileChange) string {
 		} else if strings.Contains(t, ")") {
 			fromOs = false
 		}
-		if m := pyExit.FindStringSubmatch(l); m != nil && !cliFile(f.Path) {
+		if m := pyExit.FindStringSubmatch(l); m != nil && !cliFile(f.Path) && !pyDef.MatchString(l) {
 			if arg := strings.TrimSpace(m[4]); shellSeesZero(arg) {
 				return "exits with a status the shell reads as success (`" + clip(line) + "`)"
 			}
@@ -218,7 +218,7 @@ func runtimeName(f fileChange, own bool) string {
 		if dynamic == "" && pyDynamic.MatchString(l) {
 			dynamic = line
 		}
-		if m := pyExecCall.FindStringSubmatch(l); m != nil && !own && !cliFile(f.Path) {
+		if m := pyExecCall.FindStringSubmatch(l); m != nil && !own && !cliFile(f.Path) && !pyDef.MatchString(l) {
 			if q := m[3]; q != `"` && q != `'` && q != "r" && q != "b" {
 				return "runs code built at run time (`" + clip(line) + "`)"
 			}
