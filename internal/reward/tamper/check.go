@@ -550,6 +550,8 @@ func (c *checker) testConfig(f fileChange) string {
 	switch {
 	case base == "pytest.ini" || base == ".pytest.ini":
 		return "changes pytest's configuration"
+	case strings.Contains("/"+f.Path, ".egg-info/") || strings.Contains("/"+f.Path, ".dist-info/"):
+		return "changes installed package metadata, whose entry points (pytest11) load plugins into the run"
 	case base == "tox.ini" && strings.Contains(c.testCmd, "tox"):
 		return "changes tox.ini, which the eval script's tox command reads"
 	case base == "tox.ini", base == "setup.cfg", base == "pyproject.toml":

@@ -170,8 +170,8 @@ var (
 	// A string naming a part of a test framework, and setting attributes
 	// by name: together, a monkeypatch whose target is found at run time
 	// (by walking sys.modules, say).
-	pyFwString   = lazyre.New(`['"](unittest|_pytest[\w.]*|addFailure|addError|addSuccess|addSubTest|wasSuccessful|TestResult|TextTestResult|TestReport|CallInfo|TerminalReporter|DiscoverRunner|RemoteTestResult|pytest_runtest_\w+)['"]`)
-	pySetsByName = lazyre.New(`(^|[^.\w])(setattr|delattr)\s*\(|\b__(set|del)attr__\s*\(|\b__dict__\s*\[[^\]]+\]\s*=[^=]|\bvars\s*\([^)]*\)\s*\[[^\]]+\]\s*=[^=]`)
+	pyFwString   = lazyre.New(`['"](unittest|_pytest[\w.]*|addFailure|addError|addSuccess|addSubTest|wasSuccessful|TestResult|TextTestResult|TestReport|CallInfo|TerminalReporter|DiscoverRunner|RemoteTestResult|pytest_runtest_\w+|pytest_plugins)['"]`)
+	pySetsByName = lazyre.New(`(^|[^.\w])(setattr|delattr)\s*\(|\b__(set|del)attr__\s*\(|\b__dict__\s*\[[^\]]+\]\s*=[^=]|\b(vars|globals|locals)\s*\([^)]*\)\s*\[[^\]]+\]\s*=[^=]`)
 	pyDecode     = lazyre.New(`\b(b64decode|b32decode|b16decode|a85decode|b85decode|urlsafe_b64decode|decodebytes|decodestring|fromhex|unhexlify|a2b_\w+|decompress|marshal\s*\.\s*loads|pickle\s*\.\s*loads)\b|\bbytes(array)?\s*\(\s*[\[(]\s*\d|\bmap\s*\(\s*chr\b`)
 	pyDynamic    = lazyre.New(`(^|[^.\w])(exec|eval|compile|getattr|setattr|delattr|__import__|vars|globals)\s*\(|\bimport_module\s*\(|\b__(set|get|del)attr__\b|\bsys\s*\.\s*modules\b`)
 	pyTypeSet    = lazyre.New(`\b(type|object)\s*\.\s*__(set|del)attr__\s*\(\s*(type|unittest|_?pytest|builtins|\w*Test(Case|Result|Runner|Suite|Loader|Program|Report)\w*|DiscoverRunner|CallInfo)\b|\btype\s*\.\s*__setattr__\b`)

@@ -89,6 +89,8 @@ func TestCheckRules(t *testing.T) {
 		{"templatetags of the hidden tests' app", djangoTask(), diffFile("add", "tests/xor_lookups/templatetags/tags.py", "+x = 1"), []string{"auto-import tests/xor_lookups/templatetags/tags.py"}},
 		{"module shadowing a dependency beside the hidden tests", pytestTask(), diffFile("add", "astropy/modeling/tests/numpy.py", "+x = 1"), []string{"shadow astropy/modeling/tests/numpy.py"}},
 		{"own package shadowed beside the hidden tests", pytestTask(), diffFile("add", "astropy/modeling/tests/astropy/__init__.py", ""), []string{"shadow astropy/modeling/tests/astropy/__init__.py"}},
+		{"egg-info entry point", calcTask, diffFile("add", "calc.egg-info/entry_points.txt", "+[pytest11]", "+calc = calc._plugin"), []string{"test-config calc.egg-info/entry_points.txt"}},
+		{"pytest_plugins through globals", pytestTask(), diffFile("mod", "astropy/conftest_helpers.py", "x", "+globals()['pytest_plugins'] = ['astropy._p']"), []string{"runtime-name astropy/conftest_helpers.py"}},
 		{"empty package init", pytestTask(), diffFile("add", "astropy/modeling/tests/data/__init__.py", "+# data", `+"""Data."""`), nil},
 		{"apps.py of a library app", djangoTask(), diffFile("add", "django/contrib/x/apps.py", "+x = 1"), nil},
 
