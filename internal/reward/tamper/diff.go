@@ -1,6 +1,7 @@
 package tamper
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
@@ -163,11 +164,11 @@ func parseDiff(diff string) []fileChange {
 		case normalDiffCmd.MatchString(line):
 			cur.Unread = append(cur.Unread, line)
 		case strings.HasPrefix(line, "rename from "):
-			cur.OldPath = strings.TrimPrefix(line, "rename from ")
+			cur.OldPath = unquotePath(strings.TrimPrefix(line, "rename from "))
 		case strings.HasPrefix(line, "rename to "):
-			cur.Path = strings.TrimPrefix(line, "rename to ")
+			cur.Path = unquotePath(strings.TrimPrefix(line, "rename to "))
 		case strings.HasPrefix(line, "copy to "):
-			cur.Path = strings.TrimPrefix(line, "copy to ")
+			cur.Path = unquotePath(strings.TrimPrefix(line, "copy to "))
 			cur.Added = true
 		case strings.HasPrefix(line, "@@ "):
 			o, n, ok := hunkCounts(line)
@@ -194,21 +195,46 @@ func parseDiff(diff string) []fileChange {
 	return out
 }
 
-// gitHeaderPaths reads "a/x b/y" from a diff --git line (paths without
-// spaces; quoted paths lose their quotes).
+// gitHeaderPaths reads "a/x b/y" from a diff --git line. git quotes a
+// path with unusual characters C-style ("a/con\164test.py"), and applies
+// it unquoted; so are they read here.
 func gitHeaderPaths(s string) (string, string) {
-	s = strings.ReplaceAll(s, `"`, "")
-	if i := strings.Index(s, " b/"); i >= 0 {
-		return strings.TrimPrefix(s[:i], "a/"), s[i+3:]
+	var a, b string
+	if q, err := strconv.QuotedPrefix(s); err == nil && strings.HasPrefix(s, `"`) {
+		a = unquotePath(q)
+		b = unquotePath(strings.TrimSpace(s[len(q):]))
+	} else if i := strings.Index(s, " b/"); i >= 0 {
+		a, b = s[:i], s[i+1:]
+	} else if i := strings.Index(s, ` "b/`); i >= 0 {
+		a, b = s[:i], unquotePath(s[i+1:])
+	} else {
+		a, b, _ = strings.Cut(s, " ")
 	}
-	a, b, _ := strings.Cut(s, " ")
 	return strings.TrimPrefix(a, "a/"), strings.TrimPrefix(b, "b/")
+}
+
+// unquotePath undoes git's C-style quoting of a path; other text is
+// returned as it is.
+func unquotePath(s string) string {
+	if len(s) >= 2 && strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+		return strings.Trim(s, `"`)
+	}
+	return s
 }
 
 // diffPath reads the path of a ---/+++ line; "" for /dev/null.
 func diffPath(s, prefix string) string {
-	s, _, _ = strings.Cut(s, "\t")
-	s = strings.Trim(strings.TrimSpace(s), `"`)
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, `"`) {
+		if q, err := strconv.QuotedPrefix(s); err == nil {
+			s = unquotePath(q)
+		}
+	} else {
+		s, _, _ = strings.Cut(s, "\t")
+	}
 	if s == "/dev/null" {
 		return ""
 	}

@@ -65,6 +65,8 @@ func TestCheckRules(t *testing.T) {
 		{"context diff adds a conftest", calcTask, "*** /dev/null\n--- b/conftest.py\n***************\n*** 0 ****\n--- 1,2 ----\n+ import pytest\n+ pytest_plugins = ['evil']\n", []string{"conftest conftest.py", "framework-patch conftest.py"}},
 		{"context diff edits library code", calcTask, "*** a/calc/__init__.py\n--- b/calc/__init__.py\n***************\n*** 1 ****\n! from calc.ops import add\n--- 1,2 ----\n! from calc.ops import add\n! import os; os._exit(0)\n", []string{"process-exit calc/__init__.py"}},
 		{"normal diff under an Index line", calcTask, "Index: calc/__init__.py\n3a4\n> import os; os._exit(0)\n", []string{"unread calc/__init__.py"}},
+		{"quoted path with escapes", calcTask, "diff --git \"a/con\\146test.py\" \"b/con\\146test.py\"\nnew file mode 100644\n--- /dev/null\n+++ \"b/con\\146test.py\"\n@@ -0,0 +1 @@\n+x = 1\n", []string{"conftest conftest.py"}},
+		{"quoted rename to a conftest", calcTask, "diff --git a/calc/x.py \"b/con\\146test.py\"\nsimilarity index 100%\nrename from calc/x.py\nrename to \"con\\146test.py\"\n", []string{"conftest conftest.py"}},
 		{"symbolic link", calcTask, "diff --git a/tests b/tests\nnew file mode 120000\n--- /dev/null\n+++ b/tests\n@@ -0,0 +1 @@\n+fake_tests\n\\ No newline at end of file\n", []string{"unread tests"}},
 
 		// 2. The repository's own framework, when the eval script runs it.
