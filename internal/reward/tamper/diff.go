@@ -109,12 +109,12 @@ func parseDiff(diff string) []fileChange {
 			// A context diff's header: "*** old" then "--- new".
 			files = append(files, fileChange{})
 			cur = &files[len(files)-1]
-			if p := diffPath(strings.TrimPrefix(line, "*** "), "a/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(line, "*** ")); p != "" {
 				cur.OldPath = p
 			} else {
 				cur.Added = true
 			}
-			if p := diffPath(strings.TrimPrefix(next, "--- "), "b/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(next, "--- ")); p != "" {
 				cur.Path = p
 			} else {
 				cur.Deleted = true
@@ -140,13 +140,13 @@ func parseDiff(diff string) []fileChange {
 				files = append(files, fileChange{})
 				cur = &files[len(files)-1]
 			}
-			if p := diffPath(strings.TrimPrefix(line, "--- "), "a/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(line, "--- ")); p != "" {
 				cur.OldPath = p
 			} else {
 				cur.Added = true
 			}
 		case strings.HasPrefix(line, "+++ ") && cur != nil && !inHunk:
-			if p := diffPath(strings.TrimPrefix(line, "+++ "), "b/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(line, "+++ ")); p != "" {
 				cur.Path = p
 			} else {
 				cur.Deleted = true
@@ -195,22 +195,34 @@ func parseDiff(diff string) []fileChange {
 	return out
 }
 
-// gitHeaderPaths reads "a/x b/y" from a diff --git line. git quotes a
-// path with unusual characters C-style ("a/con\164test.py"), and applies
-// it unquoted; so are they read here.
+// gitHeaderPaths reads the two paths of a diff --git line. git quotes a
+// path with unusual characters C-style ("a/con\146test.py") and applies it
+// unquoted; and it strips the first component of each, whatever it is
+// (x/conftest.py is conftest.py): so are they read here.
 func gitHeaderPaths(s string) (string, string) {
 	var a, b string
 	if q, err := strconv.QuotedPrefix(s); err == nil && strings.HasPrefix(s, `"`) {
-		a = unquotePath(q)
-		b = unquotePath(strings.TrimSpace(s[len(q):]))
-	} else if i := strings.Index(s, " b/"); i >= 0 {
-		a, b = s[:i], s[i+1:]
-	} else if i := strings.Index(s, ` "b/`); i >= 0 {
+		a, b = unquotePath(q), unquotePath(strings.TrimSpace(s[len(q):]))
+	} else if i := strings.Index(s, ` "`); i >= 0 && strings.HasSuffix(s, `"`) {
 		a, b = s[:i], unquotePath(s[i+1:])
 	} else {
+		// Unquoted names have no spaces when the two differ; equal ones
+		// (the usual case) split in the middle.
 		a, b, _ = strings.Cut(s, " ")
+		if n := len(s); n%2 == 1 && s[n/2] == ' ' && stripComponent(s[:n/2]) == stripComponent(s[n/2+1:]) {
+			a, b = s[:n/2], s[n/2+1:]
+		}
 	}
-	return strings.TrimPrefix(a, "a/"), strings.TrimPrefix(b, "b/")
+	return stripComponent(a), stripComponent(b)
+}
+
+// stripComponent drops a path's first component, as git apply and
+// patch -p1 do; a path without one is kept.
+func stripComponent(p string) string {
+	if _, rest, ok := strings.Cut(p, "/"); ok && rest != "" {
+		return rest
+	}
+	return p
 }
 
 // unquotePath undoes git's C-style quoting of a path; other text is
@@ -225,8 +237,9 @@ func unquotePath(s string) string {
 	return s
 }
 
-// diffPath reads the path of a ---/+++ line; "" for /dev/null.
-func diffPath(s, prefix string) string {
+// diffPath reads the path of a ---/+++ (or context diff ***) line, its
+// first component stripped; "" for /dev/null.
+func diffPath(s string) string {
 	s = strings.TrimSpace(s)
 	if strings.HasPrefix(s, `"`) {
 		if q, err := strconv.QuotedPrefix(s); err == nil {
@@ -238,7 +251,7 @@ func diffPath(s, prefix string) string {
 	if s == "/dev/null" {
 		return ""
 	}
-	return strings.TrimPrefix(s, prefix)
+	return stripComponent(s)
 }
 
 // hunkCounts reads the line counts of "@@ -a,b +c,d @@".
