@@ -140,10 +140,47 @@ var knownRunners = setOf([]string{"tests/runtests.py", "bin/test", "runtests.py"
 // script resets them before it applies the test patch), nor are new test
 // files that nothing runs. The findings are sorted by path.
 func Check(t *task.Task, patch string) []Finding {
+	return checkFiles(t, parseDiff(patch))
+}
+
+func checkFiles(t *task.Task, files []fileChange) []Finding {
 	c := newChecker(t)
 	var out []Finding
-	for _, f := range parseDiff(patch) {
+	for _, f := range files {
 		out = append(out, c.file(f)...)
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// CheckApplied is Check of patch, and of tree, the patch as the applied
+// work tree shows it (git's diff against the base commit, read in the box
+// after the patch went in and before anything ran): a finding only the
+// tree shows (a file the patch's text hid from Check) is added, its what
+// saying so. tree "" is Check alone. A file whose tree change only removes
+// lines is left out: applying a patch with patch(1) starts by resetting the
+// tree (as the harness does), which undoes edits the image itself made.
+func CheckApplied(t *task.Task, patch, tree string) []Finding {
+	out := Check(t, patch)
+	if tree == "" {
+		return out
+	}
+	seen := map[string]bool{}
+	for _, f := range out {
+		seen[string(f.Kind)+" "+f.Path] = true
+	}
+	var files []fileChange
+	for _, f := range parseDiff(tree) {
+		if len(f.Plus) == 0 && !f.Added && !f.Deleted && !f.Binary && f.Mode == "" && f.Path == f.OldPath {
+			continue
+		}
+		files = append(files, f)
+	}
+	for _, f := range checkFiles(t, files) {
+		if !seen[string(f.Kind)+" "+f.Path] {
+			f.What += " (read in the applied tree)"
+			out = append(out, f)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
 	return out

@@ -161,3 +161,36 @@ func TestCheckRules(t *testing.T) {
 		})
 	}
 }
+
+// CheckApplied adds what the applied tree shows and the patch's text hid,
+// and leaves out the tree's pure removals (a reset undoing the image's own
+// edits).
+func TestCheckApplied(t *testing.T) {
+	calcTask := &task.Task{Repo: "calc/calc", EvalScript: ": '>>>>> Start Test Output'\ntox -e py\n: '>>>>> End Test Output'\n"}
+	conftest := diffFile("add", "conftest.py", "+import pytest")
+	tests := []struct {
+		name, patch, tree string
+		want              []string
+	}{
+		{"a file the text hid", "garbage the check cannot read\n", conftest, []string{"conftest conftest.py (read in the applied tree)"}},
+		{"no tree", "garbage\n", "", nil},
+		{"the same finding once", conftest, conftest, []string{"conftest conftest.py"}},
+		{"a reset of the image's edit", diffFile("mod", "calc/ops.py", "x", "+y"), diffFile("mod", "calc/ops.py", "x", "+y") + diffFile("mod", "tox.ini", "[tox]", "-commands = pytest -rA"), nil},
+		{"a hidden edit that adds", "", diffFile("mod", "tox.ini", "[tox]", "+commands = true"), []string{"test-config tox.ini (read in the applied tree)"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, f := range CheckApplied(calcTask, tc.patch, tc.tree) {
+				s := string(f.Kind) + " " + f.Path
+				if strings.HasSuffix(f.What, "(read in the applied tree)") {
+					s += " (read in the applied tree)"
+				}
+				got = append(got, s)
+			}
+			if strings.Join(got, "; ") != strings.Join(tc.want, "; ") {
+				t.Errorf("CheckApplied = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
