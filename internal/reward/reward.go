@@ -85,6 +85,10 @@ func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch 
 // directory is not a git work tree.
 type TreeMark struct {
 	tree, untracked string
+	// index is MarkTree's copy of the index, its file status fresh, which
+	// AppliedTree starts from (and removes) so that only the files the
+	// patch touched are read again.
+	index string
 }
 
 // treeIndex starts a script that works on a copy of the index, so the real
@@ -92,7 +96,7 @@ type TreeMark struct {
 // stages every tracked file as it is now. No fsmonitor of the
 // repository's configuration runs.
 const treeIndex = `idx=$(mktemp) || exit 1
-trap 'rm -f "$idx"' EXIT
+trap '[ -n "$keep" ] || rm -f "$idx"' EXIT
 cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || exit 1
 export GIT_INDEX_FILE="$idx" GIT_LITERAL_PATHSPECS=1
 git -c core.fsmonitor=false add -u -- . >/dev/null 2>&1 || exit 1
@@ -101,16 +105,19 @@ git -c core.fsmonitor=false add -u -- . >/dev/null 2>&1 || exit 1
 // MarkTree records the work tree in dir before ApplyPatch, for
 // AppliedTree. Errors mean the box failed.
 func MarkTree(ctx context.Context, box sandbox.Sandbox, dir string) (TreeMark, error) {
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", treeIndex + "git write-tree || exit 1\ngit ls-files --others --exclude-standard -z"},
-		Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
+	// The copy of the index stays for AppliedTree: nothing but the apply
+	// commands runs in between.
+	script := treeIndex + "t=$(git write-tree) || exit 1\nkeep=1\nprintf '%s %s\\n' \"$t\" \"$idx\"\ngit ls-files --others --exclude-standard -z"
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script}, Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
 	if err != nil {
 		return TreeMark{}, err
 	}
-	tree, untracked, ok := strings.Cut(string(res.Output), "\n")
-	if res.ExitCode != 0 || res.TimedOut || !ok || !objectName.MatchString(tree) {
+	head, untracked, ok := strings.Cut(string(res.Output), "\n")
+	tree, index, _ := strings.Cut(head, " ")
+	if res.ExitCode != 0 || res.TimedOut || !ok || !objectName.MatchString(tree) || !strings.HasPrefix(index, "/") {
 		return TreeMark{}, nil
 	}
-	return TreeMark{tree: tree, untracked: untracked}, nil
+	return TreeMark{tree: tree, untracked: untracked, index: index}, nil
 }
 
 var objectName = lazyre.New(`^[0-9a-f]{40,64}$`)
@@ -143,10 +150,10 @@ func AppliedTree(ctx context.Context, box sandbox.Sandbox, dir string, before Tr
 			added = append(added, p)
 		}
 	}
-	script := treeIndex + `git -c core.fsmonitor=false add -f --pathspec-from-file=- --pathspec-file-nul >/dev/null 2>&1 || exit 1
+	script := strings.Replace(treeIndex, `cp "$(git rev-parse --git-path index)" "$idx"`, `mv -f "$2" "$idx"`, 1) + `git -c core.fsmonitor=false add -f --pathspec-from-file=- --pathspec-file-nul >/dev/null 2>&1 || exit 1
 now=$(git write-tree) || exit 1
 exec git -c core.quotepath=true diff --text --no-color --no-ext-diff --no-textconv --no-renames "$1" "$now"`
-	res, err = box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script, "tree", before.tree}, Stdin: []byte(strings.Join(added, "\x00")),
+	res, err = box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script, "tree", before.tree, before.index}, Stdin: []byte(strings.Join(added, "\x00")),
 		Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
 	if err != nil {
 		return "", err
