@@ -92,7 +92,7 @@ type TreeMark struct {
 }
 
 // treeIndex starts a script that works on a copy of the index, so the real
-// one, which the eval script's own git commands read, is untouched; it
+// one, which the eval script's own git commands read, keeps its content; it
 // stages every tracked file as it is now. No fsmonitor of the
 // repository's configuration runs.
 const treeIndex = `idx=$(mktemp) || exit 1
@@ -105,9 +105,12 @@ git -c core.fsmonitor=false add -u -- . >/dev/null 2>&1 || exit 1
 // MarkTree records the work tree in dir before ApplyPatch, for
 // AppliedTree. Errors mean the box failed.
 func MarkTree(ctx context.Context, box sandbox.Sandbox, dir string) (TreeMark, error) {
-	// The copy of the index stays for AppliedTree: nothing but the apply
-	// commands runs in between.
-	script := treeIndex + "t=$(git write-tree) || exit 1\nkeep=1\nprintf '%s %s\\n' \"$t\" \"$idx\"\ngit ls-files --others --exclude-standard -z"
+	// The real index's file status cache is refreshed first, as the eval
+	// script's own git status would (its content is unchanged): the files
+	// are read once, here, not again by every git command after. The copy
+	// of the index stays for AppliedTree: nothing but the apply commands
+	// runs in between.
+	script := "git -c core.fsmonitor=false update-index -q --refresh >/dev/null 2>&1\n" + treeIndex + "t=$(git write-tree) || exit 1\nkeep=1\nprintf '%s %s\\n' \"$t\" \"$idx\"\ngit ls-files --others --exclude-standard -z"
 	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script}, Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
 	if err != nil {
 		return TreeMark{}, err
