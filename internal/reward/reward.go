@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
@@ -76,6 +77,94 @@ func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch 
 		return false, log.String(), err
 	}
 	return res.ExitCode == 0, log.String(), nil
+}
+
+// TreeMark is the work tree as it was before a patch: git's tree object
+// of it (tracked files as they are, image-made changes included) and the
+// files git neither tracks nor ignores, NUL-separated. Zero when the
+// directory is not a git work tree.
+type TreeMark struct {
+	tree, untracked string
+	// index is MarkTree's copy of the index, its file status fresh, which
+	// AppliedTree starts from (and removes) so that only the files the
+	// patch touched are read again.
+	index string
+}
+
+// treeIndex starts a script that works on a copy of the index, so the real
+// one, which the eval script's own git commands read, keeps its content; it
+// stages every tracked file as it is now. No fsmonitor of the
+// repository's configuration runs.
+const treeIndex = `idx=$(mktemp) || exit 1
+trap '[ -n "$keep" ] || rm -f "$idx"' EXIT
+cp "$(git rev-parse --git-path index)" "$idx" 2>/dev/null || exit 1
+export GIT_INDEX_FILE="$idx" GIT_LITERAL_PATHSPECS=1
+git -c core.fsmonitor=false add -u -- . >/dev/null 2>&1 || exit 1
+`
+
+// MarkTree records the work tree in dir before ApplyPatch, for
+// AppliedTree. Errors mean the box failed.
+func MarkTree(ctx context.Context, box sandbox.Sandbox, dir string) (TreeMark, error) {
+	// The real index's file status cache is refreshed first, as the eval
+	// script's own git status would (its content is unchanged): the files
+	// are read once, here, not again by every git command after. The copy
+	// of the index stays for AppliedTree: nothing but the apply commands
+	// runs in between.
+	script := "git -c core.fsmonitor=false update-index -q --refresh >/dev/null 2>&1\n" + treeIndex + "t=$(git write-tree) || exit 1\nkeep=1\nprintf '%s %s\\n' \"$t\" \"$idx\"\ngit ls-files --others --exclude-standard -z"
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script}, Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
+	if err != nil {
+		return TreeMark{}, err
+	}
+	head, untracked, ok := strings.Cut(string(res.Output), "\n")
+	tree, index, _ := strings.Cut(head, " ")
+	if res.ExitCode != 0 || res.TimedOut || !ok || !objectName.MatchString(tree) || !strings.HasPrefix(index, "/") {
+		return TreeMark{}, nil
+	}
+	return TreeMark{tree: tree, untracked: untracked, index: index}, nil
+}
+
+var objectName = lazyre.New(`^[0-9a-f]{40,64}$`)
+
+// AppliedTree is what a patch did to the work tree in dir, read from the
+// tree after ApplyPatch instead of from the patch's text (whose format a
+// reader may not know as git and patch(1) do): git's diff from the tree
+// MarkTree recorded before the patch to the tree now, tracked files and
+// new files git does not ignore, binary files shown as text. "" when the
+// directory is not a git work tree or git fails there; errors mean the
+// box failed.
+func AppliedTree(ctx context.Context, box sandbox.Sandbox, dir string, before TreeMark) (string, error) {
+	if before.tree == "" {
+		return "", nil
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"git", "ls-files", "--others", "--exclude-standard", "-z"}, Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return "", nil
+	}
+	old := map[string]bool{}
+	for _, p := range strings.Split(before.untracked, "\x00") {
+		old[p] = true
+	}
+	var added []string
+	for _, p := range strings.Split(string(res.Output), "\x00") {
+		if p != "" && !old[p] {
+			added = append(added, p)
+		}
+	}
+	script := strings.Replace(treeIndex, `cp "$(git rev-parse --git-path index)" "$idx"`, `mv -f "$2" "$idx"`, 1) + `git -c core.fsmonitor=false add -f --pathspec-from-file=- --pathspec-file-nul >/dev/null 2>&1 || exit 1
+now=$(git write-tree) || exit 1
+exec git -c core.quotepath=true diff --text --no-color --no-ext-diff --no-textconv --no-renames "$1" "$now"`
+	res, err = box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", script, "tree", before.tree, before.index}, Stdin: []byte(strings.Join(added, "\x00")),
+		Cwd: dir, Timeout: 2 * time.Minute, MaxOutput: MaxLog})
+	if err != nil {
+		return "", err
+	}
+	if res.ExitCode != 0 || res.TimedOut {
+		return "", nil
+	}
+	return string(res.Output), nil
 }
 
 // ScriptRun is the outcome of RunScript.
@@ -157,6 +246,10 @@ type Attempt struct {
 	// Findings are what the in-box helper saw the eval run do to it
 	// (ScriptRun.Findings).
 	Findings []string
+	// Tree is what the patch did to the work tree, read from the tree
+	// once it was applied and before anything ran (AppliedTree); "" when
+	// there was no patch or no git work tree.
+	Tree string `json:"-"`
 }
 
 // AttemptOptions configure Try.
@@ -179,6 +272,10 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 	patchFile, evalFile := Paths(box)
 	a := &Attempt{ScriptExit: -1}
 	if opts.Patch != "" {
+		before, err := MarkTree(ctx, box, dir)
+		if err != nil {
+			return nil, fmt.Errorf("mark the work tree: %w", err)
+		}
 		applied, applyLog, err := ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("apply patch: %w", err)
@@ -187,6 +284,9 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 		if !applied {
 			a.ApplyFailed, a.Log, a.Duration = true, applyLog, time.Since(start)
 			return a, nil
+		}
+		if a.Tree, err = AppliedTree(ctx, box, dir, before); err != nil {
+			return nil, fmt.Errorf("read the applied tree: %w", err)
 		}
 	}
 	run, err := RunScript(ctx, box, dir, evalFile, opts.Script, opts.EvalTimeout)

@@ -124,3 +124,55 @@ func TestTryTimeout(t *testing.T) {
 		t.Errorf("timed-out attempt: %+v", a)
 	}
 }
+
+// The applied tree holds what the patch did, whatever its format, and
+// nothing the image had changed or left before it; the real index is not
+// touched.
+func TestTryReadsTheAppliedTree(t *testing.T) {
+	tests := []struct {
+		name, patch string
+		want        []string // in the tree
+		status      string   // in git status --porcelain after
+	}{
+		// A context diff, which only patch(1) applies (the failed git
+		// apply attempts reset the tree first, as the harness does).
+		{"context diff", "*** /dev/null\n--- b/conftest.py\n***************\n*** 0 ****\n--- 1 ----\n+ import os; os._exit(0)\n",
+			[]string{"diff --git a/conftest.py b/conftest.py", "+import os; os._exit(0)"}, "?? conftest.py"},
+		// git apply takes it: the image's own change stays, and is not
+		// the patch's.
+		{"unified diff", "diff --git a/g.py b/g.py\nnew file mode 100644\n--- /dev/null\n+++ b/g.py\n@@ -0,0 +1 @@\n+x = 1\n",
+			[]string{"diff --git a/g.py b/g.py", "+x = 1"}, " M f.txt"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			box := repoBox(t)
+			ctx := context.Background()
+			setup := `git rev-parse --git-dir >/dev/null 2>&1 || { git init -q . && git add f.txt && git -c user.name=t -c user.email=t@t commit -qm base; } &&
+echo 'image-made change' >> f.txt && echo 'left by the image' > junk.txt`
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", setup}}); err != nil || res.ExitCode != 0 {
+				t.Fatalf("setup: %v %s", err, res.Output)
+			}
+			a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: tt.patch, Script: "true", Workdir: ".", EvalTimeout: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.ApplyFailed {
+				t.Fatalf("patch did not apply:\n%s", a.ApplyLog)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(a.Tree, want) {
+					t.Errorf("applied tree lacks %q:\n%s", want, a.Tree)
+				}
+			}
+			for _, not := range []string{"junk.txt", "+image-made change"} {
+				if strings.Contains(a.Tree, not) {
+					t.Errorf("applied tree shows %q, which was there before the patch:\n%s", not, a.Tree)
+				}
+			}
+			res, _ := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"git", "status", "--porcelain"}})
+			if got := string(res.Output); !strings.Contains(got, tt.status) || strings.Contains(got, "A ") {
+				t.Errorf("git status after reading the tree (want %q, nothing staged):\n%s", tt.status, got)
+			}
+		})
+	}
+}

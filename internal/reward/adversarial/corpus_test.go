@@ -163,8 +163,8 @@ func TestManifest(t *testing.T) {
 		}
 		if c.Patch != "" {
 			used[c.Patch] = true
-			if p := readPatch(t, c.Patch); !strings.HasPrefix(p, "diff --git a/") || !strings.HasSuffix(p, "\n") {
-				t.Errorf("case %s: %s is not a git diff ending in a newline", c.Name, c.Patch)
+			if p := readPatch(t, c.Patch); !(strings.HasPrefix(p, "diff --git ") || strings.HasPrefix(p, "*** a/")) || !strings.HasSuffix(p, "\n") {
+				t.Errorf("case %s: %s is not a git diff (or a context diff) ending in a newline", c.Name, c.Patch)
 			}
 		}
 	}

@@ -335,7 +335,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.Reason = fmt.Sprintf("eval timed out after %d s", int(timeout.Seconds()))
 	}
 	if opts.Tamper != tamper.ModeIgnore {
-		for _, f := range tamper.Check(t, patch) {
+		for _, f := range tamper.CheckApplied(t, patch, a.Tree) {
 			out.Tampered = append(out.Tampered, f.String())
 		}
 		// What the helper saw the run do to it (its OOM priority raised):

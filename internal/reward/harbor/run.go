@@ -94,6 +94,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	var log strings.Builder
 	if opts.Patch != "" {
 		patchFile, _ := reward.Paths(box)
+		before, err := reward.MarkTree(ctx, box, opts.Workdir)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: mark the work tree: %w", t.InstanceID, err)
+		}
 		applied, applyLog, err := reward.ApplyPatch(ctx, box, opts.Workdir, patchFile, opts.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
@@ -103,6 +107,9 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 			rr.ApplyFailed, rr.Log, rr.Duration = true, applyLog, time.Since(start)
 			rr.Reason = "patch did not apply: " + reward.LastLine(applyLog)
 			return rr, nil
+		}
+		if rr.Tree, err = reward.AppliedTree(ctx, box, opts.Workdir, before); err != nil {
+			return nil, fmt.Errorf("task %s: read the applied tree: %w", t.InstanceID, err)
 		}
 	}
 	if opts.Solution {

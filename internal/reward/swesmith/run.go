@@ -216,6 +216,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	rr := &RunResult{}
 	patchFile, evalFile := reward.Paths(box)
 	if opts.Patch != "" {
+		before, err := reward.MarkTree(ctx, box, dir)
+		if err != nil {
+			return nil, fmt.Errorf("task %s: mark the work tree: %w", t.InstanceID, err)
+		}
 		applied, applyLog, err := reward.ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
 		if err != nil {
 			return nil, fmt.Errorf("task %s: apply patch: %w", t.InstanceID, err)
@@ -226,6 +230,9 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 			rr.Log = ApplyPatchFail + ":\n" + applyLog
 			rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + reward.LastLine(applyLog)}
 			return rr, nil
+		}
+		if rr.Tree, err = reward.AppliedTree(ctx, box, dir, before); err != nil {
+			return nil, fmt.Errorf("task %s: read the applied tree: %w", t.InstanceID, err)
 		}
 	}
 	if err := ResetTests(ctx, box, t, dir, ref); err != nil {

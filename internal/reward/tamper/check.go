@@ -3,7 +3,9 @@
 // test. It has two defences. Check reads the patch itself and names the
 // files and lines that reach into the test run (runner shadowing, conftest,
 // test configuration, startup hooks, edits to the test files and runner the
-// eval script uses, code that monkeypatches the test framework). Canaries
+// eval script uses, code that monkeypatches the test framework, ends or
+// replaces the process, or builds names at run time; files a framework
+// imports by itself; hunks it cannot read). Canaries
 // adds two tests under fresh random names to the hidden tests a SWE-bench
 // eval script runs, one that must fail and one that must pass, and reads
 // their results back: a framework the patch has subverted gets them wrong.
@@ -48,7 +50,7 @@ const (
 	// do not replace.
 	KindTestFile Kind = "test-file"
 	// KindFrameworkPatch: added code that replaces parts of the test
-	// framework or ends the process early.
+	// framework or forges the results it records.
 	KindFrameworkPatch Kind = "framework-patch"
 	// KindBinary: compiled code Python or node loads in place of the
 	// source (.pyc, extension modules) or a jest manual mock.
@@ -57,6 +59,26 @@ const (
 	// hook runs on the eval script's own git commands). git apply refuses
 	// such paths, but the harness's last resort, patch(1), writes them.
 	KindGitInternals Kind = "git-internals"
+	// KindOwnRunner: the part of the repository's own test framework that
+	// runs the tests and records their results, when the eval script runs
+	// the tests with it (django's runner under tests/runtests.py, sympy's
+	// under bin/test, pytest's own result handling under pytest).
+	KindOwnRunner Kind = "own-runner"
+	// KindAutoImport: a new file under the tests that a test framework
+	// imports by itself (a django test app's apps.py or models.py, a
+	// package __init__.py with code).
+	KindAutoImport Kind = "auto-import"
+	// KindProcessExit: added code that ends or replaces the process
+	// (exec, _exit, kill, libc through ctypes, an exit the shell reads
+	// as success).
+	KindProcessExit Kind = "process-exit"
+	// KindRuntimeName: added code that reaches the test framework by a
+	// name built at run time, or runs code it decodes or builds.
+	KindRuntimeName Kind = "runtime-name"
+	// KindUnread: a part of the diff the check cannot read: a binary
+	// hunk on a file a program may load, a hunk format patch(1) applies
+	// and git does not, a symbolic link.
+	KindUnread Kind = "unread"
 )
 
 // Finding is one reason to distrust a run of the patch.
@@ -91,6 +113,24 @@ var ownFramework = map[string][]string{
 	"pytest-dev/pytest": {"src/_pytest/", "src/pytest/", "_pytest/", "pytest/"},
 }
 
+// ownRunner says, for a repository whose tests run under its own test
+// framework, which test commands run them so (cmd), which files of the
+// framework run tests and record results (core: any edit to them is a
+// finding), and whether the rest of the framework is only read for
+// forged results (pytest: every task fixes pytest, including its result
+// handling, so only what an added line does counts).
+type ownRunner struct {
+	cmd  *lazyre.Regexp
+	core []string
+}
+
+var ownRunners = map[string]ownRunner{
+	"django/django": {lazyre.New(`\bruntests\.py\b`), []string{"django/test/runner.py"}},
+	"sympy/sympy": {lazyre.New(`\bbin/test\b`), []string{"sympy/testing/runtests.py", "sympy/utilities/runtests.py",
+		"sympy/testing/pytest.py", "sympy/utilities/pytest.py", "sympy/testing/quality_unicode.py"}},
+	"pytest-dev/pytest": {lazyre.New(`(^|\s|/)(pytest|py\.test)\b`), nil},
+}
+
 // knownRunners are test runner programs of SWE-bench repositories.
 var knownRunners = setOf([]string{"tests/runtests.py", "bin/test", "runtests.py"})
 
@@ -100,10 +140,47 @@ var knownRunners = setOf([]string{"tests/runtests.py", "bin/test", "runtests.py"
 // script resets them before it applies the test patch), nor are new test
 // files that nothing runs. The findings are sorted by path.
 func Check(t *task.Task, patch string) []Finding {
+	return checkFiles(t, parseDiff(patch))
+}
+
+func checkFiles(t *task.Task, files []fileChange) []Finding {
 	c := newChecker(t)
 	var out []Finding
-	for _, f := range parseDiff(patch) {
+	for _, f := range files {
 		out = append(out, c.file(f)...)
+	}
+	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
+	return out
+}
+
+// CheckApplied is Check of patch, and of tree, the patch as the applied
+// work tree shows it (git's diff against the base commit, read in the box
+// after the patch went in and before anything ran): a finding only the
+// tree shows (a file the patch's text hid from Check) is added, its what
+// saying so. tree "" is Check alone. A file whose tree change only removes
+// lines is left out: applying a patch with patch(1) starts by resetting the
+// tree (as the harness does), which undoes edits the image itself made.
+func CheckApplied(t *task.Task, patch, tree string) []Finding {
+	out := Check(t, patch)
+	if tree == "" {
+		return out
+	}
+	seen := map[string]bool{}
+	for _, f := range out {
+		seen[string(f.Kind)+" "+f.Path] = true
+	}
+	var files []fileChange
+	for _, f := range parseDiff(tree) {
+		if len(f.Plus) == 0 && !f.Added && !f.Deleted && !f.Binary && f.Mode == "" && f.Path == f.OldPath {
+			continue
+		}
+		files = append(files, f)
+	}
+	for _, f := range checkFiles(t, files) {
+		if !seen[string(f.Kind)+" "+f.Path] {
+			f.What += " (read in the applied tree)"
+			out = append(out, f)
+		}
 	}
 	slices.SortStableFunc(out, func(a, b Finding) int { return strings.Compare(a.Path, b.Path) })
 	return out
@@ -121,10 +198,23 @@ type checker struct {
 	runners map[string]bool
 	testCmd string
 	own     map[string]bool
+	// ownRuns: the eval script runs the tests with the repository's own
+	// test framework, so edits to it are not exempt.
+	ownRuns bool
+	// libraries are names of importable packages a new module under a
+	// test directory must not take: the repository's own and common
+	// dependencies.
+	libraries map[string]bool
+	// hiddenDirs are the directories of the files the test patch touches
+	// and their ancestors: the packages a run of the hidden tests imports.
+	hiddenDirs map[string]bool
+	// django: the tests run under django, which imports a test app's
+	// apps.py, models.py, admin.py and templatetags by itself.
+	django bool
 }
 
 func newChecker(t *task.Task) *checker {
-	c := &checker{t: t, testFiles: map[string]bool{}, testAdded: map[string]bool{}, runners: map[string]bool{}, own: map[string]bool{}}
+	c := &checker{t: t, testFiles: map[string]bool{}, testAdded: map[string]bool{}, runners: map[string]bool{}, own: map[string]bool{}, hiddenDirs: map[string]bool{}}
 	roots := map[string]bool{"": true, "src/": true, "lib/": true, "tests/": true, "test/": true, "testing/": true, "bin/": true}
 	for _, f := range parseDiff(t.TestPatch) {
 		c.testFiles[f.Path] = true
@@ -134,6 +224,9 @@ func newChecker(t *task.Task) *checker {
 		}
 		if d := path.Dir(f.Path); d != "." && strings.HasSuffix(f.Path, ".py") {
 			roots[d+"/"] = true
+		}
+		for d := path.Dir(f.Path); d != "." && d != "/"; d = path.Dir(d) {
+			c.hiddenDirs[d] = true
 		}
 	}
 	c.testCmd = testCommand(t.EvalScript)
@@ -150,7 +243,46 @@ func newChecker(t *task.Task) *checker {
 	for _, m := range ownModules[t.Repo] {
 		c.own[m] = true
 	}
+	if r, ok := ownRunners[t.Repo]; ok && r.cmd.MatchString(c.testCmd) {
+		c.ownRuns = true
+	}
+	c.libraries = libraryNames(t)
+	c.django = t.Repo == "django/django" || strings.Contains(c.testCmd, "runtests.py") ||
+		strings.Contains(c.testCmd, "manage.py") || strings.Contains(c.testCmd, "django")
 	return c
+}
+
+// commonLibraries are packages SWE-bench repositories import while their
+// tests run; a module of the same name under a test directory shadows
+// them.
+var commonLibraries = setOf(strings.Fields(`numpy scipy pandas matplotlib mpl_toolkits requests
+	urllib3 six attr attrs setuptools pkg_resources packaging yaml jinja2 markupsafe docutils
+	pygments sqlparse asgiref pytz dateutil mpmath sympy django flask werkzeug click certifi
+	idna charset_normalizer chardet typing_extensions toml tomli tomllib astroid lxml PIL
+	sklearn joblib threadpoolctl xarray astropy erfa sphinx seaborn pylint babel alabaster
+	snowballstemmer imagesize cycler kiwisolver pyparsing fontTools networkx dask cloudpickle
+	hypothesis coverage`))
+
+// libraryNames are the importable names a new module under a test
+// directory must not take: common dependencies and the repository's own
+// top-level packages (named after it, or holding the files its test
+// patch touches).
+func libraryNames(t *task.Task) map[string]bool {
+	m := map[string]bool{}
+	for k := range commonLibraries {
+		m[k] = true
+	}
+	if _, name, ok := strings.Cut(t.Repo, "/"); ok {
+		m[strings.ToLower(strings.ReplaceAll(name, "-", "_"))] = true
+	}
+	for _, f := range parseDiff(t.TestPatch) {
+		p := strings.TrimPrefix(strings.TrimPrefix(f.Path, "src/"), "lib/")
+		top, rest, ok := strings.Cut(p, "/")
+		if ok && rest != "" && !testDirs[top] && strings.HasSuffix(p, ".py") {
+			m[top] = true
+		}
+	}
+	return m
 }
 
 // testCommand is the eval script's test section: the lines between the
@@ -204,6 +336,9 @@ func (c *checker) file(f fileChange) []Finding {
 	base := path.Base(p)
 	var out []Finding
 	add := func(k Kind, format string, args ...any) {
+		if slices.ContainsFunc(out, func(f Finding) bool { return f.Kind == k }) {
+			return // one finding of a kind per file
+		}
 		out = append(out, Finding{Path: p, Kind: k, What: fmt.Sprintf(format, args...)})
 	}
 	if p == ".git" || strings.HasPrefix(p, ".git/") || strings.Contains(p, "/.git/") {
@@ -218,9 +353,18 @@ func (c *checker) file(f fileChange) []Finding {
 		add(KindHiddenTest, "creates a file the hidden tests add, so they cannot be put in place over it")
 		return out
 	}
-	if c.testFiles[p] && c.testFiles[f.OldPath] {
+	if c.testFiles[p] && c.testFiles[f.OldPath] && !f.Binary && f.Mode != "120000" && len(f.Unread) == 0 {
 		// Reset to the base commit and overwritten by the test patch.
 		return nil
+	}
+	if what := binaryHunk(f); what != "" {
+		add(KindUnread, "%s", what)
+	}
+	if what := unreadHunk(f); what != "" {
+		add(KindUnread, "%s", what)
+	}
+	if f.Mode == "120000" {
+		add(KindUnread, "a symbolic link, which points the tests or an import at other files")
 	}
 	switch {
 	case strings.HasSuffix(base, ".pth"):
@@ -253,14 +397,81 @@ func (c *checker) file(f fileChange) []Finding {
 		}
 		add(KindTestFile, "%s a test file the hidden tests do not replace", verb)
 	}
-	if !c.ownFramework(p) {
+	if f.Added && !f.Deleted && !c.testAdded[p] {
+		if what := c.autoImport(f); what != "" {
+			add(KindAutoImport, "%s", what)
+		}
+	}
+	own := c.ownFramework(p)
+	if own && c.ownRuns && slices.Contains(ownRunners[c.t.Repo].core, p) {
+		add(KindOwnRunner, "edits %s's test runner, which the eval script runs the tests with", c.t.Repo)
+	}
+	if !own || c.ownRuns {
 		if what := frameworkPatch(f, c.t.Repo); what != "" {
 			add(KindFrameworkPatch, "%s", what)
-		} else if what := rewritesTests(f); what != "" {
+		} else if what := rewritesTests(f); what != "" && !own {
 			add(KindFrameworkPatch, "%s", what)
 		}
 	}
+	if path.Ext(p) == ".py" && !f.Deleted && (!isTestPath(p) || (own && c.ownRuns)) {
+		if what := forgesOutcome(f); what != "" {
+			add(KindFrameworkPatch, "%s", what)
+		}
+		if what := processEnd(f); what != "" {
+			add(KindProcessExit, "%s", what)
+		}
+		if what := runtimeName(f, own); what != "" {
+			add(KindRuntimeName, "%s", what)
+		}
+	}
 	return out
+}
+
+// autoImport says how a test framework imports f, a new file under the
+// tests, by itself, or "".
+func (c *checker) autoImport(f fileChange) string {
+	p, base := f.Path, path.Base(f.Path)
+	if !isTestPath(p) || path.Ext(p) != ".py" {
+		return ""
+	}
+	// Only where the hidden tests live: django installs the apps of the
+	// test labels, pytest and unittest import the packages of the test
+	// modules; a new test app elsewhere is not imported.
+	dir := strings.TrimSuffix(path.Dir(p), "/templatetags")
+	if !c.hiddenDirs[dir] {
+		return ""
+	}
+	switch {
+	case c.django && (base == "apps.py" || base == "models.py" || base == "admin.py" || strings.Contains(p, "/templatetags/")):
+		return "django imports " + base + " of an installed test app by itself, before any test runs"
+	case base == "__init__.py" && hasCode(f.Plus):
+		return "a package __init__.py with code, imported with the hidden tests under it"
+	}
+	return ""
+}
+
+// hasCode reports whether lines hold Python beyond blank lines, comments
+// and a docstring.
+func hasCode(lines []string) bool {
+	inDoc := ""
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		switch {
+		case inDoc != "":
+			if strings.Contains(t, inDoc) {
+				inDoc = ""
+			}
+		case t == "" || strings.HasPrefix(t, "#"):
+		case strings.HasPrefix(t, `"""`) || strings.HasPrefix(t, "'''"):
+			q := t[:3]
+			if !strings.Contains(t[3:], q) {
+				inDoc = q
+			}
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // Lines of Python code that write a file, and string literals that name a
@@ -314,6 +525,8 @@ func (c *checker) shadows(p string) (string, string) {
 			return root + top, "the test runner's " + top
 		case stdlibModules[top]:
 			return root + top, "the standard library's " + top
+		case c.libraries[top] && root != "" && root != "src/" && root != "lib/":
+			return root + top, "the library " + top
 		}
 	}
 	return "", ""
@@ -374,6 +587,8 @@ func (c *checker) testConfig(f fileChange) string {
 	switch {
 	case base == "pytest.ini" || base == ".pytest.ini":
 		return "changes pytest's configuration"
+	case strings.Contains("/"+f.Path, ".egg-info/") || strings.Contains("/"+f.Path, ".dist-info/"):
+		return "changes installed package metadata, whose entry points (pytest11) load plugins into the run"
 	case base == "tox.ini" && strings.Contains(c.testCmd, "tox"):
 		return "changes tox.ini, which the eval script's tox command reads"
 	case base == "tox.ini", base == "setup.cfg", base == "pyproject.toml":
@@ -430,8 +645,6 @@ var frameworkPatterns = map[string][]*lazyre.Regexp{
 		lazyre.New(`\bsys\.modules\s*\[\s*['"](unittest|_?pytest|pluggy|doctest|builtins|sys)\b`),
 		lazyre.New(`\bsetattr\(\s*(unittest|_?pytest|builtins|TestCase|\w*TestResult|\w*TestRunner)\b`),
 		lazyre.New(`\b(builtins|__builtins__)(\s*(\.\s*\w+|\[[^\]]+\]))+\s*=[^=]`),
-		// os._exit(0) under any alias, or registered to run at exit.
-		lazyre.New(`\b\w*(os|posix)\._exit\(\s*0?\s*\)|\b\w*atexit\.register\(\s*\w*(os|posix)\._exit\b`),
 		lazyre.New(`\b(TestReport|CallInfo|TerminalReporter)\.\w+\s*=[^=]`),
 		lazyre.New(`^\s*(async\s+)?def\s+pytest_(runtest_\w+|collection_\w+|collect_file|pycollect_\w+|pyfunc_call|report_\w+|terminal_summary|sessionfinish|make_collect_report|itemcollected)\s*\(`),
 		lazyre.New(`^\s*pytest_plugins\s*=`),

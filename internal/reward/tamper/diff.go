@@ -1,7 +1,18 @@
 package tamper
 
 import (
+	"strconv"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
+)
+
+var (
+	ctxOldRange = lazyre.New(`^\*\*\* \d+(,\d+)? \*\*\*\*$`)
+	ctxNewRange = lazyre.New(`^--- \d+(,\d+)? ----$`)
+	// normalDiffCmd is a command line of a normal diff or an ed script
+	// ("12a13", "3,5c3,6", "7d"), a format patch(1) also applies.
+	normalDiffCmd = lazyre.New(`^\d+(,\d+)?[acd](\d+(,\d+)?)?$`)
 )
 
 // fileChange is one file of a unified diff.
@@ -15,6 +26,16 @@ type fileChange struct {
 	// Contexts are the hunk headers' trailing text (git's function
 	// context: the enclosing class or def).
 	Contexts []string
+	// Binary: the diff carries the file as a binary hunk (git's "GIT
+	// binary patch", or "Binary files ... differ"), whose content Plus
+	// does not hold.
+	Binary bool
+	// Mode is the file's new mode when the diff sets one ("120000" is a
+	// symbolic link).
+	Mode string
+	// Unread are lines of a hunk format the parser does not read (a
+	// normal diff or an ed script, which patch(1) applies).
+	Unread []string
 }
 
 // parseDiff splits a git-style unified diff into its files. It is lenient:
@@ -25,7 +46,45 @@ func parseDiff(diff string) []fileChange {
 	var cur *fileChange
 	inHunk := false
 	oldLeft, newLeft := 0, 0
-	for line := range strings.SplitSeq(diff, "\n") {
+	// A context diff (diff -c), which patch(1) applies when git apply
+	// refuses the patch: ctx is set inside one, newSide in its new half.
+	ctx, newSide := false, false
+	lines := strings.Split(diff, "\n")
+	for i, line := range lines {
+		next := ""
+		if i+1 < len(lines) {
+			next = lines[i+1]
+		}
+		line = strings.TrimSuffix(line, "\r")
+		if ctx && !inHunk {
+			switch {
+			case strings.HasPrefix(line, "***************"):
+				newSide = false
+				continue
+			case ctxOldRange.MatchString(line):
+				newSide = false
+				continue
+			case ctxNewRange.MatchString(line):
+				newSide = true
+				continue
+			case strings.HasPrefix(line, "+ ") || line == "+":
+				cur.Plus = append(cur.Plus, strings.TrimPrefix(line[1:], " "))
+				continue
+			case strings.HasPrefix(line, "! ") || line == "!":
+				if newSide {
+					cur.Plus = append(cur.Plus, strings.TrimPrefix(line[1:], " "))
+				} else {
+					cur.Minus = append(cur.Minus, strings.TrimPrefix(line[1:], " "))
+				}
+				continue
+			case strings.HasPrefix(line, "- ") || line == "-":
+				cur.Minus = append(cur.Minus, strings.TrimPrefix(line[1:], " "))
+				continue
+			case strings.HasPrefix(line, "  "), line == "":
+				continue
+			}
+			ctx = false
+		}
 		if inHunk && (oldLeft > 0 || newLeft > 0) {
 			switch {
 			case strings.HasPrefix(line, "+"):
@@ -46,6 +105,30 @@ func parseDiff(diff string) []fileChange {
 			inHunk = false
 		}
 		switch {
+		case strings.HasPrefix(line, "*** ") && !strings.HasPrefix(line, "****") && strings.HasPrefix(next, "--- ") && !inHunk:
+			// A context diff's header: "*** old" then "--- new".
+			files = append(files, fileChange{})
+			cur = &files[len(files)-1]
+			if p := diffPath(strings.TrimPrefix(line, "*** ")); p != "" {
+				cur.OldPath = p
+			} else {
+				cur.Added = true
+			}
+			if p := diffPath(strings.TrimPrefix(next, "--- ")); p != "" {
+				cur.Path = p
+			} else {
+				cur.Deleted = true
+			}
+			ctx, newSide = true, false
+			lines[i+1] = "" // the "--- new" line is read
+		case strings.HasPrefix(line, "Index: ") && !inHunk:
+			// patch(1) takes the file name of the hunks that follow from
+			// an Index: line.
+			files = append(files, fileChange{Path: strings.TrimSpace(strings.TrimPrefix(line, "Index: "))})
+			cur = &files[len(files)-1]
+		case cur == nil && normalDiffCmd.MatchString(line):
+			files = append(files, fileChange{Path: "(no file name)", Unread: []string{line}})
+			cur = &files[len(files)-1]
 		case strings.HasPrefix(line, "diff --git "):
 			files = append(files, fileChange{})
 			cur = &files[len(files)-1]
@@ -57,13 +140,13 @@ func parseDiff(diff string) []fileChange {
 				files = append(files, fileChange{})
 				cur = &files[len(files)-1]
 			}
-			if p := diffPath(strings.TrimPrefix(line, "--- "), "a/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(line, "--- ")); p != "" {
 				cur.OldPath = p
 			} else {
 				cur.Added = true
 			}
 		case strings.HasPrefix(line, "+++ ") && cur != nil && !inHunk:
-			if p := diffPath(strings.TrimPrefix(line, "+++ "), "b/"); p != "" {
+			if p := diffPath(strings.TrimPrefix(line, "+++ ")); p != "" {
 				cur.Path = p
 			} else {
 				cur.Deleted = true
@@ -71,14 +154,21 @@ func parseDiff(diff string) []fileChange {
 		case cur == nil:
 		case strings.HasPrefix(line, "new file mode"):
 			cur.Added = true
+			cur.Mode = strings.TrimSpace(strings.TrimPrefix(line, "new file mode"))
 		case strings.HasPrefix(line, "deleted file mode"):
 			cur.Deleted = true
+		case strings.HasPrefix(line, "new mode "):
+			cur.Mode = strings.TrimSpace(strings.TrimPrefix(line, "new mode "))
+		case strings.HasPrefix(line, "GIT binary patch"), strings.HasPrefix(line, "Binary files ") && strings.HasSuffix(line, " differ"):
+			cur.Binary = true
+		case normalDiffCmd.MatchString(line):
+			cur.Unread = append(cur.Unread, line)
 		case strings.HasPrefix(line, "rename from "):
-			cur.OldPath = strings.TrimPrefix(line, "rename from ")
+			cur.OldPath = unquotePath(strings.TrimPrefix(line, "rename from "))
 		case strings.HasPrefix(line, "rename to "):
-			cur.Path = strings.TrimPrefix(line, "rename to ")
+			cur.Path = unquotePath(strings.TrimPrefix(line, "rename to "))
 		case strings.HasPrefix(line, "copy to "):
-			cur.Path = strings.TrimPrefix(line, "copy to ")
+			cur.Path = unquotePath(strings.TrimPrefix(line, "copy to "))
 			cur.Added = true
 		case strings.HasPrefix(line, "@@ "):
 			o, n, ok := hunkCounts(line)
@@ -105,25 +195,63 @@ func parseDiff(diff string) []fileChange {
 	return out
 }
 
-// gitHeaderPaths reads "a/x b/y" from a diff --git line (paths without
-// spaces; quoted paths lose their quotes).
+// gitHeaderPaths reads the two paths of a diff --git line. git quotes a
+// path with unusual characters C-style ("a/con\146test.py") and applies it
+// unquoted; and it strips the first component of each, whatever it is
+// (x/conftest.py is conftest.py): so are they read here.
 func gitHeaderPaths(s string) (string, string) {
-	s = strings.ReplaceAll(s, `"`, "")
-	if i := strings.Index(s, " b/"); i >= 0 {
-		return strings.TrimPrefix(s[:i], "a/"), s[i+3:]
+	var a, b string
+	if q, err := strconv.QuotedPrefix(s); err == nil && strings.HasPrefix(s, `"`) {
+		a, b = unquotePath(q), unquotePath(strings.TrimSpace(s[len(q):]))
+	} else if i := strings.Index(s, ` "`); i >= 0 && strings.HasSuffix(s, `"`) {
+		a, b = s[:i], unquotePath(s[i+1:])
+	} else {
+		// Unquoted names have no spaces when the two differ; equal ones
+		// (the usual case) split in the middle.
+		a, b, _ = strings.Cut(s, " ")
+		if n := len(s); n%2 == 1 && s[n/2] == ' ' && stripComponent(s[:n/2]) == stripComponent(s[n/2+1:]) {
+			a, b = s[:n/2], s[n/2+1:]
+		}
 	}
-	a, b, _ := strings.Cut(s, " ")
-	return strings.TrimPrefix(a, "a/"), strings.TrimPrefix(b, "b/")
+	return stripComponent(a), stripComponent(b)
 }
 
-// diffPath reads the path of a ---/+++ line; "" for /dev/null.
-func diffPath(s, prefix string) string {
-	s, _, _ = strings.Cut(s, "\t")
-	s = strings.Trim(strings.TrimSpace(s), `"`)
+// stripComponent drops a path's first component, as git apply and
+// patch -p1 do; a path without one is kept.
+func stripComponent(p string) string {
+	if _, rest, ok := strings.Cut(p, "/"); ok && rest != "" {
+		return rest
+	}
+	return p
+}
+
+// unquotePath undoes git's C-style quoting of a path; other text is
+// returned as it is.
+func unquotePath(s string) string {
+	if len(s) >= 2 && strings.HasPrefix(s, `"`) && strings.HasSuffix(s, `"`) {
+		if u, err := strconv.Unquote(s); err == nil {
+			return u
+		}
+		return strings.Trim(s, `"`)
+	}
+	return s
+}
+
+// diffPath reads the path of a ---/+++ (or context diff ***) line, its
+// first component stripped; "" for /dev/null.
+func diffPath(s string) string {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, `"`) {
+		if q, err := strconv.QuotedPrefix(s); err == nil {
+			s = unquotePath(q)
+		}
+	} else {
+		s, _, _ = strings.Cut(s, "\t")
+	}
 	if s == "/dev/null" {
 		return ""
 	}
-	return strings.TrimPrefix(s, prefix)
+	return stripComponent(s)
 }
 
 // hunkCounts reads the line counts of "@@ -a,b +c,d @@".
