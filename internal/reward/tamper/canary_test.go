@@ -42,7 +42,7 @@ func TestCanaryGolden(t *testing.T) {
 			if tk == nil {
 				t.Fatalf("%s not in verified-test", id)
 			}
-			c := PlanCanariesSeeded(tk, 1, 2)
+			c := PlanCanariesSeeded(tk, nil, 1, 2)
 			if !c.Available() {
 				t.Fatalf("no canaries: %s", c.Unavailable)
 			}
@@ -99,7 +99,7 @@ func TestCanaryCoverage(t *testing.T) {
 		got, none := 0, map[string]int{}
 		var missing []string
 		for i := range tasks {
-			c := PlanCanariesSeeded(&tasks[i], uint64(i), 7)
+			c := PlanCanariesSeeded(&tasks[i], nil, uint64(i), 7)
 			if c.Available() {
 				got++
 				continue
@@ -186,8 +186,8 @@ class TestThing:
 				rng := newTestRand(seed)
 				c.MustFail, c.MustPass = testName(rng, "", map[string]bool{}), testName(rng, "", map[string]bool{"x": true})
 				method := tc.class != ""
-				c.blocks[0] = canaryBody(rng, c.MustFail, method, false)
-				c.blocks[1] = canaryBody(rng, c.MustPass, method, true)
+				c.blocks[0] = canaryBlock{Source: canaryBody(rng, c.MustFail, method, false)}
+				c.blocks[1] = canaryBlock{Source: canaryBody(rng, c.MustPass, method, true)}
 				_ = tk
 				inj := filepath.Join(dir, "inj.py")
 				if err := os.WriteFile(inj, c.Injector(), 0o644); err != nil {
