@@ -283,16 +283,22 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 		exists := func(n string) bool {
 			return taken[n] || containsWord(text, n) || strings.Contains(t.TestPatch, n)
 		}
+		// Names from the words of the class's own tests; where they are
+		// too few, of the file's, then of every listed test's.
+		var mustFail, mustPass string
 		names := scopeTests(text, h.class)
-		mustFail, ok1 := styledName(rng, names, exists)
-		mustPass, ok2 := styledName(rng, names, func(n string) bool { return n == mustFail || exists(n) })
-		if !ok1 || !ok2 {
-			names = scopeTests(text, "*")
+		for _, more := range [][]string{nil, scopeTests(text, "*"), listedFns(tests)} {
+			names = append(names, more...)
+			var ok1, ok2 bool
 			mustFail, ok1 = styledName(rng, names, exists)
 			mustPass, ok2 = styledName(rng, names, func(n string) bool { return n == mustFail || exists(n) })
-			if !ok1 || !ok2 {
-				continue
+			if ok1 && ok2 {
+				break
 			}
+			mustFail, mustPass = "", ""
+		}
+		if mustFail == "" {
+			continue
 		}
 		fail, err := copyTest(lines, b, h.fn, mustFail, &m)
 		if err != nil {
@@ -309,6 +315,14 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 		}, ""
 	}
 	return nil, "no listed test has an assertion with a literal to change"
+}
+
+func listedFns(tests []hiddenTest) []string {
+	var out []string
+	for _, h := range tests {
+		out = append(out, h.fn)
+	}
+	return out
 }
 
 // plainDecorators reports whether a test's decorators leave its copy's

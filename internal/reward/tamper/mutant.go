@@ -255,8 +255,10 @@ func tokenize(s string) ([]pyToken, bool) {
 	return out, true
 }
 
-func isIdentStart(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80 }
-func isIdentPart(c byte) bool  { return isIdentStart(c) || c >= '0' && c <= '9' }
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
+}
+func isIdentPart(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
 // stringEnd returns the offset just past the string literal whose prefix
 // starts at i and whose quote is at q.
