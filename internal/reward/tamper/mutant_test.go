@@ -1,6 +1,7 @@
 package tamper
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // TestFindMutation changes one literal of the first assertion directly in
@@ -252,3 +254,87 @@ class TestDouble:
 }
 
 func quotePy(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + "'" }
+
+// TestMutantsRealTasks plans mutant canaries for the five real django
+// tasks of ../shared/realtasks, reading their test files from the kit's
+// git bundle at each base commit (as the grader reads them from the box),
+// and logs what each would copy and change. Three get mutants; the tests
+// of 15499 (assertOptimizesTo, a helper) and 16901 (assertCountEqual with
+// computed lists) compare with no literal, so they get template canaries.
+func TestMutantsRealTasks(t *testing.T) {
+	kit := filepath.Join(testutil.SharedDir(t), "realtasks")
+	if _, err := os.Stat(filepath.Join(kit, "django.bundle")); err != nil {
+		t.Skipf("realtasks kit not found: %v", err)
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not found")
+	}
+	// The bundle holds each base commit at depth 2: unpack it into a
+	// shallow bare repository whose boundary is the kit's table.
+	repo := t.TempDir()
+	table, err := os.ReadFile(filepath.Join(kit, "instances.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shallow []string
+	for _, l := range strings.Split(string(table), "\n") {
+		if f := strings.Split(l, "\t"); len(f) >= 4 && !strings.HasPrefix(l, "#") {
+			shallow = append(shallow, f[3])
+		}
+	}
+	for _, args := range [][]string{{"init", "-q", "--bare", repo}, {"--git-dir", repo, "fetch", "-q", filepath.Join(kit, "django.bundle"), "refs/tags/*:refs/tags/*"}} {
+		if len(args) > 3 {
+			if err := os.WriteFile(filepath.Join(repo, "shallow"), []byte(strings.Join(shallow, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	res, err := task.Load(context.Background(), filepath.Join(kit, "instances.jsonl"), task.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Tasks) != 5 {
+		t.Fatalf("%d tasks in the kit, want 5", len(res.Tasks))
+	}
+	for i := range res.Tasks {
+		tk := &res.Tasks[i]
+		t.Run(tk.InstanceID, func(t *testing.T) {
+			src := func(f string) (string, bool) {
+				base := ""
+				if !CreatedBy(tk.TestPatch, f) {
+					out, err := exec.Command("git", "--git-dir", repo, "show", tk.BaseCommit+":"+f).Output()
+					if err != nil {
+						return "", false
+					}
+					base = string(out)
+				}
+				s, err := ApplyTestPatch(tk.TestPatch, f, base)
+				return s, err == nil
+			}
+			c := PlanCanariesSeeded(tk, src, 11, 12)
+			if tk.InstanceID == "django__django-15499" || tk.InstanceID == "django__django-16901" {
+				if !c.Available() || c.Original != "" || c.Template != "no listed test has an assertion with a literal to change" {
+					t.Fatalf("want template canaries, got %s %s", c.Unavailable, c.Kind())
+				}
+				return
+			}
+			if !c.Available() || c.Original == "" {
+				t.Fatalf("no mutant canaries: %s %s", c.Unavailable, c.Kind())
+			}
+			t.Logf("%s in %s/%s: %s, %s", c.Kind(), c.File, c.Class, c.MustFail, c.MustPass)
+			for _, b := range c.blocks {
+				if !strings.Contains(b.Source, "def "+c.MustFail+"(") && !strings.Contains(b.Source, "def "+c.MustPass+"(") {
+					t.Errorf("a block defines neither canary:\n%s", b.Source)
+				}
+			}
+			text, _ := src(c.File)
+			if strings.Contains(text, c.blocks[0].Source) {
+				t.Errorf("the must-fail block is unchanged")
+			}
+			t.Logf("must fail:\n%s", c.blocks[0].Source)
+		})
+	}
+}
