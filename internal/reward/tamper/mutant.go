@@ -312,15 +312,15 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock) (mutation, bool) {
 	bodyIndent := b.body[0].indent
 	var options []mutation
 	for _, l := range b.body {
-		if l.indent != bodyIndent {
-			continue
-		}
 		toks, ok := tokenize(l.text)
 		if !ok || len(toks) == 0 {
 			continue
 		}
-		if toks[0].kind == 'n' && (toks[0].text == "return" || toks[0].text == "yield" || toks[0].text == "raise") {
+		if mayLeave(toks, l.indent == bodyIndent) {
 			break // what follows may not run
+		}
+		if l.indent != bodyIndent {
+			continue
 		}
 		var lits [][]pyToken
 		switch {
@@ -348,6 +348,23 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock) (mutation, bool) {
 		}
 	}
 	return mutation{}, false
+}
+
+// mayLeave reports whether a statement may end the test early without
+// failing it, so that the statements after it may not run: a return or
+// yield at any depth (under an if, say), a skip, and at the body's own
+// level a raise.
+func mayLeave(toks []pyToken, top bool) bool {
+	first := toks[0].text
+	if first == "return" || first == "yield" || top && first == "raise" {
+		return true
+	}
+	for _, t := range toks {
+		if t.kind == 'n' && (t.text == "skipTest" || t.text == "skip" || t.text == "SkipTest" || t.text == "yield") {
+			return true
+		}
+	}
+	return false
 }
 
 // position maps a byte offset in a logical line's text to a physical line

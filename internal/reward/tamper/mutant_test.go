@@ -41,6 +41,9 @@ func TestFindMutation(t *testing.T) {
 		{"under for", "for i in range(3):\n    assert f(i) == 5", nil},
 		{"under with", "with self.assertRaises(ValueError):\n    self.assertEqual(f(2), 5)", nil},
 		{"after return", "return\nassert f(2) == 5", nil},
+		{"after a nested return", "if g():\n    return\nassert f(2) == 5", nil},
+		{"after a skip", "if g():\n    self.skipTest('no g')\nassert f(2) == 5", nil},
+		{"after a loop", "for i in range(3):\n    h(i)\nassert f(2) == 5", []string{"assert f(2) == 6"}},
 		{"assertIn", `self.assertIn("a", g())`, nil},
 		{"assertTrue", `self.assertTrue(f(2) == 5)`, nil},
 	}
