@@ -138,6 +138,7 @@ func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries
 	if src != nil {
 		c, reason := planMutants(t, fw, cmd, src, rng, taken)
 		if c != nil {
+			c.framework = fw
 			return c
 		}
 		why = reason
@@ -165,6 +166,7 @@ func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries
 // module-level function) and function name.
 type hiddenTest struct {
 	file, class, fn, name string
+	f2p                   bool
 }
 
 // locate reads where test name lives, as the framework names it: django's
@@ -185,7 +187,7 @@ func locate(t *task.Task, fw, cmd, name string, src Source) (hiddenTest, bool) {
 		if len(parts) < 2 {
 			return hiddenTest{}, false
 		}
-		return hiddenTest{"tests/" + strings.Join(parts[:len(parts)-1], "/") + ".py", parts[len(parts)-1], m[1], name}, true
+		return hiddenTest{file: "tests/" + strings.Join(parts[:len(parts)-1], "/") + ".py", class: parts[len(parts)-1], fn: m[1], name: name}, true
 	case frameworkSympy:
 		for _, f := range parseDiff(t.TestPatch) {
 			if f.Deleted || !strings.HasSuffix(f.Path, ".py") || !commandNames(cmd, f.Path) || !defines(f.Plus, name) {
@@ -193,7 +195,7 @@ func locate(t *task.Task, fw, cmd, name string, src Source) (hiddenTest, bool) {
 			}
 			if s, ok := src(f.Path); ok {
 				if _, ok := findTest(s, "", name); ok {
-					return hiddenTest{f.Path, "", name, name}, true
+					return hiddenTest{file: f.Path, fn: name, name: name}, true
 				}
 			}
 		}
@@ -211,7 +213,7 @@ func locate(t *task.Task, fw, cmd, name string, src Source) (hiddenTest, bool) {
 	if len(parts) == 3 {
 		class = parts[1]
 	}
-	return hiddenTest{parts[0], class, fn, name}, true
+	return hiddenTest{file: parts[0], class: class, fn: fn, name: name}, true
 }
 
 func commandNames(cmd, file string) bool {
@@ -224,19 +226,21 @@ func commandNames(cmd, file string) bool {
 }
 
 // planMutants plans mutant canaries: the first FAIL_TO_PASS test (then
-// PASS_TO_PASS) with an assertion whose literal can be changed is copied
-// changed; another listed test of its class (else itself) unchanged. nil
-// and the reason when no listed test has such an assertion.
+// PASS_TO_PASS) with an assertion that can be changed so that it certainly
+// fails is copied changed; another listed test of its class (else itself)
+// unchanged. nil and the reason when no listed test has such an
+// assertion.
 func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken map[string]bool) (*Canaries, string) {
 	var tests []hiddenTest
 	seen := map[string]bool{}
-	for _, name := range append(append([]string{}, t.FailToPass...), t.PassToPass...) {
+	for i, name := range append(append([]string{}, t.FailToPass...), t.PassToPass...) {
 		h, ok := locate(t, fw, cmd, name, src)
 		key := h.file + "\x00" + h.class + "\x00" + h.fn
 		if !ok || seen[key] {
 			continue
 		}
 		seen[key] = true
+		h.f2p = i < len(t.FailToPass)
 		tests = append(tests, h)
 	}
 	if len(tests) == 0 {
@@ -253,7 +257,27 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 		}
 		return s, ok
 	}
+	// A FAIL_TO_PASS test first: a trick aimed at the bug's own tests
+	// only is caught by nothing else. A changed literal first: it also
+	// catches values that lie (an == that always holds).
+	type try struct {
+		f2p, negate bool
+	}
+	for _, pass := range []try{{true, false}, {true, true}, {false, false}, {false, true}} {
+		if c := mutantOf(t, tests, pass.f2p, pass.negate, read, rng, taken); c != nil {
+			return c, ""
+		}
+	}
+	return nil, "no listed test has an assertion to change"
+}
+
+// mutantOf plans mutant canaries from the first of tests (FAIL_TO_PASS
+// ones when f2p, else PASS_TO_PASS ones) that findMutation can change.
+func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, rng *rand.Rand, taken map[string]bool) *Canaries {
 	for _, h := range tests {
+		if h.f2p != f2p {
+			continue
+		}
 		text, ok := read(h.file)
 		if !ok || !utf8.ValidString(text) {
 			continue
@@ -263,7 +287,7 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 			continue
 		}
 		lines := strings.Split(text, "\n")
-		m, ok := findMutation(rng, lines, b)
+		m, ok := findMutation(rng, lines, b, negate)
 		if !ok {
 			continue
 		}
@@ -310,11 +334,11 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 		}
 		return &Canaries{
 			File: h.file, Class: h.class, MustFail: mustFail, MustPass: mustPass, Original: h.name,
-			framework: fw, seed: rng.Uint64() >> 12,
+			seed:   rng.Uint64() >> 12,
 			blocks: [2]canaryBlock{{fail, h.fn, true}, {pass, twin.fn, true}},
-		}, ""
+		}
 	}
-	return nil, "no listed test has an assertion with a literal to change"
+	return nil
 }
 
 func listedFns(tests []hiddenTest) []string {

@@ -299,10 +299,13 @@ var equalityAsserts = map[string]bool{
 	"assertMultiLineEqual": true, "assertCountEqual": true, "assertItemsEqual": true,
 }
 
-// findMutation picks an assertion directly in the test's body that
-// compares with a literal and a change of that literal that certainly
-// fails where the original passes. ok is false when the test has none.
-func findMutation(rng *rand.Rand, src []string, b *testBlock) (mutation, bool) {
+// findMutation picks an assertion directly in the test's body and a change
+// of it that certainly fails where the original passes: with negate
+// false, a literal it compares with changed; with negate true, the
+// assertion turned into its opposite (assertTrue and assertFalse,
+// assertIn and assertNotIn, == and !=, `assert x` and `assert not x`,
+// ...). ok is false when the test has none.
+func findMutation(rng *rand.Rand, src []string, b *testBlock, negate bool) (mutation, bool) {
 	if !plainDecorators(b) {
 		// A test expected to fail, or parametrized with marks that may
 		// make some of its cases expected to fail or skip, is not one
@@ -320,6 +323,18 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock) (mutation, bool) {
 			break // what follows may not run
 		}
 		if l.indent != bodyIndent {
+			continue
+		}
+		if negate {
+			if m, ok := negation(toks); ok {
+				line, col := position(l, m.start)
+				endLine, endCol := position(l, m.end)
+				if line != endLine {
+					continue
+				}
+				m.line, m.start, m.end = line, col, endCol
+				return m, true
+			}
 			continue
 		}
 		var lits [][]pyToken
@@ -348,6 +363,110 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock) (mutation, bool) {
 		}
 	}
 	return mutation{}, false
+}
+
+// opposites are unittest assertions and the ones that fail wherever they
+// pass (for values whose != is the opposite of their ==).
+var opposites = map[string]string{}
+
+func init() {
+	for _, p := range [][2]string{{"assertTrue", "assertFalse"}, {"assertIsNone", "assertIsNotNone"},
+		{"assertIn", "assertNotIn"}, {"assertIsInstance", "assertNotIsInstance"}, {"assertIs", "assertIsNot"},
+		{"assertEqual", "assertNotEqual"}, {"assertRegex", "assertNotRegex"}} {
+		opposites[p[0]], opposites[p[1]] = p[1], p[0]
+	}
+}
+
+// negation returns the change (offsets in the logical line's text) that
+// turns an assertion statement into its opposite.
+func negation(toks []pyToken) (mutation, bool) {
+	if len(toks) > 3 && toks[0].text == "self" && toks[1].text == "." && toks[3].text == "(" {
+		opp, ok := opposites[toks[2].text]
+		if !ok || !wholeCall(toks[3:]) {
+			return mutation{}, false
+		}
+		return mutation{start: toks[2].start, end: toks[2].start + len(toks[2].text), text: opp}, true
+	}
+	if toks[0].text != "assert" || len(toks) < 2 {
+		return mutation{}, false
+	}
+	cond := toks[1:]
+	depth := 0
+	var ops []int
+	for i, t := range cond {
+		switch t.text {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+		}
+		if depth != 0 {
+			continue
+		}
+		if t.text == "," {
+			cond = cond[:i]
+			break
+		}
+		switch t.text {
+		case "or", "and", "if", "else", "lambda", ":=":
+			return mutation{}, false
+		case "==", "!=", "<", ">", "<=", ">=", "in", "is":
+			ops = append(ops, i)
+		}
+	}
+	if len(cond) == 0 {
+		return mutation{}, false
+	}
+	span := func(a, b pyToken, text string) (mutation, bool) {
+		return mutation{start: a.start, end: b.start + len(b.text), text: text}, true
+	}
+	if cond[0].text == "not" {
+		if len(cond) < 2 {
+			return mutation{}, false
+		}
+		return mutation{start: cond[0].start, end: cond[1].start, text: ""}, true
+	}
+	if len(ops) == 1 {
+		i := ops[0]
+		t := cond[i]
+		switch t.text {
+		case "==":
+			return span(t, t, "!=")
+		case "!=":
+			return span(t, t, "==")
+		case "in":
+			if i > 0 && cond[i-1].text == "not" {
+				return span(cond[i-1], t, "in")
+			}
+			return span(t, t, "not in")
+		case "is":
+			if i+1 < len(cond) && cond[i+1].text == "not" {
+				return span(t, cond[i+1], "is")
+			}
+			return span(t, t, "is not")
+		}
+	}
+	// Anything else: `assert x` becomes `assert not x` (not binds more
+	// loosely than any comparison).
+	return mutation{start: cond[0].start, end: cond[0].start, text: "not "}, true
+}
+
+// wholeCall reports whether toks (from the call's "(") are one call and
+// nothing after it.
+func wholeCall(toks []pyToken) bool {
+	depth := 0
+	for i, t := range toks {
+		switch t.text {
+		case "(", "[", "{":
+			depth++
+		case ")", "]", "}":
+			depth--
+			if depth == 0 {
+				return i == len(toks)-1
+			}
+		}
+	}
+	return false
 }
 
 // mayLeave reports whether a statement may end the test early without

@@ -62,7 +62,7 @@ func TestFindMutation(t *testing.T) {
 				t.Fatalf("block lines %d-%d, want 1-%d", b.first, b.last, 2+len(body))
 			}
 			lines := strings.Split(src, "\n")
-			m, ok := findMutation(newTestRand(3), lines, b)
+			m, ok := findMutation(newTestRand(3), lines, b, false)
 			if len(tc.want) == 0 {
 				if ok {
 					t.Fatalf("mutated %q to %q", lines[m.line], m.text)
@@ -83,6 +83,49 @@ func TestFindMutation(t *testing.T) {
 				}
 			}
 			t.Errorf("changed line %q, want one of %q", changed, tc.want)
+		})
+	}
+}
+
+// TestNegation turns an assertion directly in a test's body into its
+// opposite where no literal can be changed.
+func TestNegation(t *testing.T) {
+	tests := []struct{ body, want string }{
+		{"self.assertTrue(f(2))", "self.assertFalse(f(2))"},
+		{"self.assertIsNone(f(2), msg='x')", "self.assertIsNotNone(f(2), msg='x')"},
+		{"self.assertNotIn(a, f(2))", "self.assertIn(a, f(2))"},
+		{"self.assertEqual(f(2), g)", "self.assertNotEqual(f(2), g)"},
+		{"assert f(2) == g", "assert f(2) != g"},
+		{"assert a not in f(2)", "assert a in f(2)"},
+		{"assert a in f(2), 'msg'", "assert a not in f(2), 'msg'"},
+		{"assert a is not g", "assert a is g"},
+		{"assert f(2)", "assert not f(2)"},
+		{"assert not f(2)", "assert f(2)"},
+		{"assert a < b", "assert not a < b"},
+		{"assert a or b", ""},
+		{"assert a < b < c", "assert not a < b < c"},
+		{"self.assertCountEqual(f(2), g)", ""},
+		{"self.assertTrue(f(2)) or g()", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.body, func(t *testing.T) {
+			src := "def test_it():\n    " + tc.body + "\n"
+			b, ok := findTest(src, "", "test_it")
+			if !ok {
+				t.Fatal("test_it not found")
+			}
+			lines := strings.Split(src, "\n")
+			m, ok := findMutation(newTestRand(1), lines, b, true)
+			if !ok {
+				if tc.want != "" {
+					t.Fatalf("no negation, want %q", tc.want)
+				}
+				return
+			}
+			got := strings.TrimSpace(lines[m.line][:m.start] + m.text + lines[m.line][m.end:])
+			if got != tc.want {
+				t.Errorf("negated to %q, want %q", got, tc.want)
+			}
 		})
 	}
 }
@@ -319,7 +362,7 @@ func TestMutantsRealTasks(t *testing.T) {
 			}
 			c := PlanCanariesSeeded(tk, src, 11, 12)
 			if tk.InstanceID == "django__django-15499" || tk.InstanceID == "django__django-16901" {
-				if !c.Available() || c.Original != "" || c.Template != "no listed test has an assertion with a literal to change" {
+				if !c.Available() || c.Original != "" || c.Template != "no listed test has an assertion to change" {
 					t.Fatalf("want template canaries, got %s %s", c.Unavailable, c.Kind())
 				}
 				return
