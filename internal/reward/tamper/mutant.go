@@ -345,7 +345,14 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock, negate bool) (muta
 			lits = assertCallLiterals(toks[2].text, toks[3:])
 		}
 		for _, side := range lits {
-			for _, t := range side {
+			for i, t := range side {
+				if i+1 < len(side) && emptyFill[t.text+side[i+1].text] != "" {
+					// An empty list, tuple or dict gets one element.
+					t = pyToken{kind: 'o', text: t.text, start: t.start}
+					line, col := position(l, t.start)
+					options = append(options, mutation{line: line, start: col, end: col + 1, text: t.text + emptyFill[t.text+side[i+1].text]})
+					continue
+				}
 				if m, ok := mutateToken(rng, t); ok {
 					line, col := position(l, t.start)
 					m.line, m.start, m.end = line, col, col+len(t.text)
@@ -485,6 +492,10 @@ func mayLeave(toks []pyToken, top bool) bool {
 	}
 	return false
 }
+
+// emptyFill is what goes into an empty container literal to make it
+// unequal to what it was.
+var emptyFill = map[string]string{"[]": "1", "()": "1,", "{}": "1: 1"}
 
 // position maps a byte offset in a logical line's text to a physical line
 // and column.

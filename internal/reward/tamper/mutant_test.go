@@ -30,6 +30,9 @@ func TestFindMutation(t *testing.T) {
 		{"assertIs", "self.assertIs(h(), True)", []string{"self.assertIs(h(), False)"}},
 		{"is None", "assert h() is None", []string{"assert h() is False"}},
 		{"list", "self.assertEqual(k(), [1, 2])", []string{"self.assertEqual(k(), [2, 2])", "self.assertEqual(k(), [1, 3])"}},
+		{"empty list", "self.assertSequenceEqual(k(), [])", []string{"self.assertSequenceEqual(k(), [1])"}},
+		{"empty dict", "assert k() == {}", []string{"assert k() == {1: 1}"}},
+		{"empty tuple", "assert k() == ()", []string{"assert k() == (1,)"}},
 		{"msg argument", `self.assertEqual(f(2), 5, "msg")`, []string{`self.assertEqual(f(2), 6, "msg")`}},
 		{"multi-line call", "self.assertEqual(\n    f(2),\n    5,\n)", []string{"6,"}},
 		{"no literal", "assert f(2) == g(3)", nil},
@@ -305,8 +308,8 @@ func quotePy(s string) string { return "'" + strings.ReplaceAll(s, "'", `\'`) + 
 // tasks of ../shared/realtasks, reading their test files from the kit's
 // git bundle at each base commit (as the grader reads them from the box),
 // and logs what each would copy and change. Three get mutants; the tests
-// of 15499 (assertOptimizesTo, a helper) and 16901 (assertCountEqual with
-// computed lists) compare with no literal, so they get template canaries.
+// of 15499 (assertOptimizesTo, a helper) have no assertion of their own,
+// so it gets template canaries.
 func TestMutantsRealTasks(t *testing.T) {
 	kit := filepath.Join(testutil.SharedDir(t), "realtasks")
 	if _, err := os.Stat(filepath.Join(kit, "django.bundle")); err != nil {
@@ -361,7 +364,7 @@ func TestMutantsRealTasks(t *testing.T) {
 				return s, err == nil
 			}
 			c := PlanCanariesSeeded(tk, src, 11, 12)
-			if tk.InstanceID == "django__django-15499" || tk.InstanceID == "django__django-16901" {
+			if tk.InstanceID == "django__django-15499" {
 				if !c.Available() || c.Original != "" || c.Template != "no listed test has an assertion to change" {
 					t.Fatalf("want template canaries, got %s %s", c.Unavailable, c.Kind())
 				}
