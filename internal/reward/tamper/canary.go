@@ -287,6 +287,9 @@ func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, r
 			continue
 		}
 		lines := strings.Split(text, "\n")
+		if nameBound(lines, b) {
+			continue
+		}
 		m, ok := findMutation(rng, lines, b, negate)
 		if !ok {
 			continue
@@ -299,7 +302,7 @@ func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, r
 			if o.file != h.file || o.class != h.class || o.fn == h.fn {
 				continue
 			}
-			if ob, ok := findTest(text, o.class, o.fn); ok && plainDecorators(ob) {
+			if ob, ok := findTest(text, o.class, o.fn); ok && plainDecorators(ob) && !nameBound(lines, ob) {
 				twin, tb = o, ob
 				break
 			}
@@ -311,7 +314,7 @@ func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, r
 		// too few, of the file's, then of every listed test's.
 		var mustFail, mustPass string
 		names := scopeTests(text, h.class)
-		for _, more := range [][]string{nil, scopeTests(text, "*"), listedFns(tests)} {
+		for _, more := range [][]string{nil, scopeTests(text, "*"), listedFns(tests), fileWords(text)} {
 			names = append(names, more...)
 			var ok1, ok2 bool
 			mustFail, ok1 = styledName(rng, names, exists)
@@ -341,6 +344,38 @@ func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, r
 	return nil
 }
 
+// fileWords makes a name "test_<w>" of each word of the file's
+// identifiers: the last source of words for canary names.
+func fileWords(text string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, l := range logicalLines(text) {
+		toks, _ := tokenize(l.text)
+		for _, t := range toks {
+			if t.kind != 'n' || pyKeywords[t.text] {
+				continue
+			}
+			for _, w := range strings.Split(t.text, "_") {
+				if len(w) >= 3 && len(w) <= 12 && strings.ToLower(w) == w && !seen[w] {
+					seen[w] = true
+					out = append(out, "test_"+w)
+				}
+			}
+		}
+	}
+	return out
+}
+
+var pyKeywords = map[string]bool{}
+
+func init() {
+	for _, k := range strings.Fields(`False None True and as assert async await break class continue def del elif else
+		except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield
+		self cls test tests`) {
+		pyKeywords[k] = true
+	}
+}
+
 func listedFns(tests []hiddenTest) []string {
 	var out []string
 	for _, h := range tests {
@@ -359,6 +394,19 @@ func plainDecorators(b *testBlock) bool {
 		}
 	}
 	return true
+}
+
+// nameBound reports whether a test may find files or results by its own
+// name (baseline images, regression data, snapshots), so that a copy
+// under another name may not pass where it does.
+func nameBound(lines []string, b *testBlock) bool {
+	text := strings.Join(lines[b.first:b.last+1], "\n")
+	for _, w := range []string{"image_comparison", "regression", "snapshot", "_testMethodName", ".id()", "request.node", "request.function", "datadir", "__name__"} {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // containsWord reports whether s holds w with no identifier character on

@@ -387,3 +387,18 @@ func TestMutantsRealTasks(t *testing.T) {
 		})
 	}
 }
+
+// TestNameBoundNotCopied: a test that finds data by its own name (a
+// baseline image, regression data) is not copied under another name; the
+// next listed test is.
+func TestNameBoundNotCopied(t *testing.T) {
+	src := "@image_comparison(['plot.png'])\ndef test_plot():\n    assert draw() == 1\n\n\ndef test_other_plot():\n    assert draw() == 2\n"
+	file := "lib/tests/test_plot.py"
+	tk := &task.Task{LogParser: "parse_log_pytest", TestPatch: "diff --git a/" + file + " b/" + file + "\n",
+		FailToPass: []string{file + "::test_plot", file + "::test_other_plot"},
+		EvalScript: startLine + "\npytest -rA " + file + "\n: '>>>>> End Test Output'\n"}
+	c := PlanCanariesSeeded(tk, func(string) (string, bool) { return src, true }, 1, 2)
+	if c.Original != file+"::test_other_plot" || strings.Contains(c.blocks[1].Source, "image_comparison") {
+		t.Errorf("planned %s; must pass:\n%s", c.Kind(), c.blocks[1].Source)
+	}
+}
