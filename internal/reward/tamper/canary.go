@@ -298,14 +298,19 @@ func mutantOf(t *task.Task, tests []hiddenTest, f2p, negate bool, read Source, r
 		// copy passes as surely as it does; the original itself when there
 		// is none.
 		twin, tb := h, b
+		var twins []hiddenTest
+		var blocks []*testBlock
 		for _, o := range tests {
 			if o.file != h.file || o.class != h.class || o.fn == h.fn {
 				continue
 			}
 			if ob, ok := findTest(text, o.class, o.fn); ok && plainDecorators(ob) && !nameBound(lines, ob) {
-				twin, tb = o, ob
-				break
+				twins, blocks = append(twins, o), append(blocks, ob)
 			}
+		}
+		if len(twins) > 0 {
+			i := rng.IntN(len(twins))
+			twin, tb = twins[i], blocks[i]
 		}
 		exists := func(n string) bool {
 			return taken[n] || containsWord(text, n) || strings.Contains(t.TestPatch, n)
