@@ -190,7 +190,7 @@ func locate(t *task.Task, fw, cmd, name string, src Source) (hiddenTest, bool) {
 		return hiddenTest{file: "tests/" + strings.Join(parts[:len(parts)-1], "/") + ".py", class: parts[len(parts)-1], fn: m[1], name: name}, true
 	case frameworkSympy:
 		for _, f := range parseDiff(t.TestPatch) {
-			if f.Deleted || !strings.HasSuffix(f.Path, ".py") || !commandNames(cmd, f.Path) || !defines(f.Plus, name) {
+			if f.Deleted || !strings.HasSuffix(f.Path, ".py") || !commandNames(cmd, f.Path) {
 				continue
 			}
 			if s, ok := src(f.Path); ok {
@@ -267,6 +267,9 @@ func planMutants(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken
 		if c := mutantOf(t, tests, pass.f2p, pass.negate, read, rng, taken); c != nil {
 			return c, ""
 		}
+	}
+	if len(files) == 0 {
+		return nil, "no listed test's file could be read"
 	}
 	return nil, "no listed test has an assertion to change"
 }

@@ -329,7 +329,7 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock, negate bool) (muta
 			if m, ok := negation(toks); ok {
 				line, col := position(l, m.start)
 				endLine, endCol := position(l, m.end)
-				if line != endLine {
+				if line != endLine || line >= len(src) || endCol > len(src[line]) || src[line][col:endCol] != l.text[m.start:m.end] {
 					continue
 				}
 				m.line, m.start, m.end = line, col, endCol
@@ -348,18 +348,15 @@ func findMutation(rng *rand.Rand, src []string, b *testBlock, negate bool) (muta
 			for i, t := range side {
 				if i+1 < len(side) && emptyFill[t.text+side[i+1].text] != "" {
 					// An empty list, tuple or dict gets one element.
-					t = pyToken{kind: 'o', text: t.text, start: t.start}
-					line, col := position(l, t.start)
-					options = append(options, mutation{line: line, start: col, end: col + 1, text: t.text + emptyFill[t.text+side[i+1].text]})
+					if m, ok := place(src, l, t, t.text+emptyFill[t.text+side[i+1].text]); ok {
+						options = append(options, m)
+					}
 					continue
 				}
 				if m, ok := mutateToken(rng, t); ok {
-					line, col := position(l, t.start)
-					m.line, m.start, m.end = line, col, col+len(t.text)
-					if src[line][m.start:m.end] != t.text {
-						continue
+					if m, ok := place(src, l, t, m.text); ok {
+						options = append(options, m)
 					}
-					options = append(options, m)
 				}
 			}
 		}
@@ -491,6 +488,29 @@ func mayLeave(toks []pyToken, top bool) bool {
 		}
 	}
 	return false
+}
+
+// place makes the change of token t (of logical line l) into text a change
+// of one physical line of src: the part that differs, which must not span
+// lines (a triple-quoted string changes before its closing quotes).
+func place(src []string, l logical, t pyToken, text string) (mutation, bool) {
+	p := 0
+	for p < len(t.text) && p < len(text) && t.text[p] == text[p] {
+		p++
+	}
+	q := 0
+	for q < len(t.text)-p && q < len(text)-p && t.text[len(t.text)-1-q] == text[len(text)-1-q] {
+		q++
+	}
+	old := t.text[p : len(t.text)-q]
+	if strings.Contains(old, "\n") || strings.Contains(text[p:len(text)-q], "\n") {
+		return mutation{}, false
+	}
+	line, col := position(l, t.start+p)
+	if line >= len(src) || col+len(old) > len(src[line]) || src[line][col:col+len(old)] != old {
+		return mutation{}, false
+	}
+	return mutation{line: line, start: col, end: col + len(old), text: text[p : len(text)-q]}, true
 }
 
 // emptyFill is what goes into an empty container literal to make it

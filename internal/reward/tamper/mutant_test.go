@@ -33,6 +33,7 @@ func TestFindMutation(t *testing.T) {
 		{"empty list", "self.assertSequenceEqual(k(), [])", []string{"self.assertSequenceEqual(k(), [1])"}},
 		{"empty dict", "assert k() == {}", []string{"assert k() == {1: 1}"}},
 		{"empty tuple", "assert k() == ()", []string{"assert k() == (1,)"}},
+		{"triple-quoted", "assert g() == '''a\nb'''", []string{"ba'''", "bb'''", "baa'''", "bab'''", "bba'''", "bbb'''"}},
 		{"msg argument", `self.assertEqual(f(2), 5, "msg")`, []string{`self.assertEqual(f(2), 6, "msg")`}},
 		{"multi-line call", "self.assertEqual(\n    f(2),\n    5,\n)", []string{"6,"}},
 		{"no literal", "assert f(2) == g(3)", nil},
@@ -400,5 +401,74 @@ func TestNameBoundNotCopied(t *testing.T) {
 	c := PlanCanariesSeeded(tk, func(string) (string, bool) { return src, true }, 1, 2)
 	if c.Original != file+"::test_other_plot" || strings.Contains(c.blocks[1].Source, "image_comparison") {
 		t.Errorf("planned %s; must pass:\n%s", c.Kind(), c.blocks[1].Source)
+	}
+}
+
+// TestMutantCoverage counts, per repository, the Verified and Lite rows
+// whose canaries are mutants, reading each row's test files at its base
+// commit from local clones: SWERVE_CANARY_REPOS names a directory holding
+// one git directory per repository, named "<owner>+<name>" (a bare
+// repository, or one whose git directory is its "repo" or ".git"). Rows
+// of repositories without a clone there are not counted.
+func TestMutantCoverage(t *testing.T) {
+	dir := os.Getenv("SWERVE_CANARY_REPOS")
+	if dir == "" {
+		t.Skip("set SWERVE_CANARY_REPOS to a directory of <owner>+<name> git clones to count mutant canaries")
+	}
+	for _, name := range []string{"verified-test", "lite-test"} {
+		tasks := loadShared(t, name)
+		type count struct{ rows, mutants, f2p int }
+		per := map[string]*count{}
+		var none []string
+		for i := range tasks {
+			tk := &tasks[i]
+			gitDir := ""
+			for _, sub := range []string{"repo", ".git", ""} {
+				d := filepath.Join(dir, strings.ReplaceAll(tk.Repo, "/", "+"), sub)
+				if _, err := os.Stat(filepath.Join(d, "HEAD")); err == nil {
+					gitDir = d
+					break
+				}
+			}
+			if gitDir == "" {
+				continue
+			}
+			src := func(f string) (string, bool) {
+				base := ""
+				if !CreatedBy(tk.TestPatch, f) {
+					out, err := exec.Command("git", "--git-dir", gitDir, "show", tk.BaseCommit+":"+f).Output()
+					if err != nil {
+						return "", false
+					}
+					base = string(out)
+				}
+				s, err := ApplyTestPatch(tk.TestPatch, f, base)
+				return s, err == nil
+			}
+			c := PlanCanariesSeeded(tk, src, uint64(i), 7)
+			if !c.Available() || c.Template == "no listed test's file could be read" {
+				continue // (a clone without the base commit)
+			}
+			if per[tk.Repo] == nil {
+				per[tk.Repo] = &count{}
+			}
+			per[tk.Repo].rows++
+			if c.Original == "" {
+				none = append(none, tk.InstanceID+": "+c.Template)
+				continue
+			}
+			per[tk.Repo].mutants++
+			for _, n := range tk.FailToPass {
+				if n == c.Original {
+					per[tk.Repo].f2p++
+				}
+			}
+		}
+		total := count{}
+		for repo, c := range per {
+			t.Logf("%s %s: %d rows, %d with mutants (%d of a FAIL_TO_PASS test)", name, repo, c.rows, c.mutants, c.f2p)
+			total.rows, total.mutants, total.f2p = total.rows+c.rows, total.mutants+c.mutants, total.f2p+c.f2p
+		}
+		t.Logf("%s: %d rows, %d with mutants (%d of a FAIL_TO_PASS test); templates: %s", name, total.rows, total.mutants, total.f2p, strings.Join(none, "; "))
 	}
 }
