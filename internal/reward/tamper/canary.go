@@ -136,7 +136,7 @@ func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries
 	}
 	why := "no test file could be read"
 	if src != nil {
-		c, reason := planMutants(t, fw, cmd, src, rng, taken)
+		c, reason := safePlan(t, fw, cmd, src, rng, taken)
 		if c != nil {
 			c.framework = fw
 			return c
@@ -223,6 +223,18 @@ func commandNames(cmd, file string) bool {
 		}
 	}
 	return false
+}
+
+// safePlan is planMutants, with a failure of its reading of the source (a
+// bug, or a file it does not understand) a reason for template canaries
+// rather than a crash of the grader.
+func safePlan(t *task.Task, fw, cmd string, src Source, rng *rand.Rand, taken map[string]bool) (c *Canaries, reason string) {
+	defer func() {
+		if r := recover(); r != nil {
+			c, reason = nil, fmt.Sprintf("planning mutants failed: %v", r)
+		}
+	}()
+	return planMutants(t, fw, cmd, src, rng, taken)
 }
 
 // planMutants plans mutant canaries: the first FAIL_TO_PASS test (then
