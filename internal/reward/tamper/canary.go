@@ -736,9 +736,12 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 
 // Verify reads the canaries' results from the status map the task's log
 // parser made of the run, and names what is wrong with them: the must-fail
-// test passing is always wrong; the must-pass test not passing, or either
-// missing, is wrong when the run counts as resolved (an honest run that
-// fails may take its neighbours down with it).
+// test passing is wrong (for a mutant, only when the run counts as
+// resolved: on code that does not fix the bug a FAIL_TO_PASS test's
+// negated assertion passes, and a changed literal may be what the wrong
+// code returns); the must-pass test not passing, or either missing, is
+// wrong when the run counts as resolved (an honest run that fails may take
+// its neighbours down with it).
 func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 	if !c.Available() {
 		return nil
@@ -752,7 +755,7 @@ func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 	fail, okFail := lookup(sm, c.MustFail, true)
 	pass, okPass := lookup(sm, c.MustPass, false)
 	switch {
-	case okFail && (fail == "PASSED" || fail == "XFAIL"):
+	case okFail && (fail == "PASSED" || fail == "XFAIL") && (resolved || c.Original == ""):
 		out = append(out, fmt.Sprintf("canary %s passed but must fail", c.MustFail))
 	case !okFail && resolved:
 		out = append(out, fmt.Sprintf("canary %s (must fail) is missing from the log", c.MustFail))

@@ -273,6 +273,16 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
+	// A mutant of a FAIL_TO_PASS test may pass on code that does not fix
+	// the bug (its assertion negated): judged only when the run resolves.
+	m := &Canaries{MustFail: "test_merge_empty_keys", MustPass: "test_parse_nested_rows", Original: "test_x (a.tests.T)"}
+	sm := swebench.StatusMap{"test_merge_empty_keys (a.tests.T)": "PASSED", "test_parse_nested_rows (a.tests.T)": "PASSED"}
+	if got := m.Verify(sm, false); got != nil {
+		t.Errorf("mutant, unresolved run: %q", got)
+	}
+	if got := strings.Join(m.Verify(sm, true), "; "); got != "canary test_merge_empty_keys passed but must fail" {
+		t.Errorf("mutant, resolved run: %q", got)
+	}
 	if got := (&Canaries{Unavailable: "not available for parse_log_gotest"}).Verify(nil, true); got != nil {
 		t.Errorf("unavailable canaries verified: %v", got)
 	}
