@@ -318,7 +318,7 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 		r.ok = out.Reward == 0 && !out.Resolved && failing(out.Reason) && !out.ApplyFailed
 	}
 	if os.Getenv("SWERVE_CORPUS_LOG") != "" {
-		t.Logf("%s on %s: reward %v, %q\n%s", c.Name, key, out.Reward, out.Reason, tail(out.Log, 60))
+		t.Logf("%s on %s: reward %v, %q (canaries: %s %s)\n%s", c.Name, key, out.Reward, out.Reason, out.Canaries, out.CanaryKind, tail(out.Log, 60))
 	}
 	if !r.ok {
 		t.Errorf("%s on %s (%s): reward %v, reason %q; want %s\ntechnique: %s\nlog tail:\n%s",

@@ -72,6 +72,10 @@ type Outcome struct {
 	Tampered []string `json:"tampered,omitempty"`
 	// Canaries says whether canary tests ran: "checked", or why not.
 	Canaries string `json:"canaries,omitempty"`
+	// CanaryKind says what the canaries were: "mutants of <test>" (copies
+	// of a hidden test, one with an expected value changed) or "fixed
+	// templates (<why no test could be copied>)".
+	CanaryKind string `json:"canary_kind,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -273,10 +277,13 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		}
 		var can *tamper.Canaries
 		if opts.Tamper != tamper.ModeIgnore {
-			if can, tk, err = withCanaries(ctx, box, tk); err != nil {
+			if can, tk, err = withCanaries(ctx, box, tk, opts.Workdir); err != nil {
 				return nil, err
 			}
 			out.Canaries = can.Unavailable
+			if can.Available() {
+				out.CanaryKind = can.Kind()
+			}
 		}
 		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
 		if err != nil {
@@ -354,9 +361,12 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 
 // withCanaries plans canary tests for a swebench task and, when its eval
 // script can carry them, writes their injector into box under a random
-// name and returns a copy of t whose eval script runs it.
-func withCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task) (*tamper.Canaries, *task.Task, error) {
-	can := tamper.PlanCanaries(t)
+// name and returns a copy of t whose eval script runs it. The test files
+// the canaries copy tests from are read as the run will see them: the
+// base commit's version from the box's repository (workdir), with the
+// test patch applied.
+func withCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*tamper.Canaries, *task.Task, error) {
+	can := tamper.PlanCanaries(t, testSource(ctx, box, t, workdir))
 	if !can.Available() {
 		return can, t, nil
 	}
@@ -374,4 +384,38 @@ func withCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task) (*tamp
 	c := *t
 	c.EvalScript = script
 	return can, &c, nil
+}
+
+// testSource reads test files for the canaries: the version at the task's
+// base commit in the box's repository, with the test patch applied (the
+// eval script checks the test patch's files out at the base commit before
+// applying it). A file that cannot be read or patched is not ok.
+func testSource(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) tamper.Source {
+	if workdir == "" {
+		workdir = reward.Workdir
+	}
+	rev := t.BaseCommit
+	if rev == "" {
+		rev = "HEAD"
+	}
+	return func(file string) (string, bool) {
+		base := ""
+		if !tamper.CreatedBy(t.TestPatch, file) {
+			res, err := box.Exec(ctx, sandbox.ExecRequest{
+				Cmd:       []string{"sh", "-c", `git show "$1" 2>/dev/null`, "sh", rev + ":" + file},
+				Cwd:       workdir,
+				Timeout:   time.Minute,
+				MaxOutput: -1,
+			})
+			if err != nil || res.ExitCode != 0 {
+				return "", false
+			}
+			base = string(res.Output)
+		}
+		text, err := tamper.ApplyTestPatch(t.TestPatch, file, base)
+		if err != nil {
+			return "", false
+		}
+		return text, true
+	}
 }

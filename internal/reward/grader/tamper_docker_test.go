@@ -122,8 +122,9 @@ func patchFrom(t *testing.T, b *docker.Backend, tk *task.Task, script string) st
 	return mustExec(t, box, "/testbed", script+"\ngit add -A && git diff --cached")
 }
 
-// TestTamperRealTasks: on the five real django tasks, the canaries leave
-// the gold verdict and report.json unchanged (gold 1, no patch 0, reports
+// TestTamperRealTasks: on the five real django tasks, the canaries (mutants
+// of the task's own tests on all but 15499, whose tests assert only
+// through a helper) leave the gold verdict and report.json unchanged (gold 1, no patch 0, reports
 // byte for byte those of a run without them), and a patch that turns
 // unittest's failures into successes by reflection (which the static
 // check cannot see) is tampered.
@@ -153,6 +154,10 @@ EOF`
 				}
 				if plain.Reward != want || checked.Reward != want || len(checked.Tampered) > 0 || checked.Canaries != "checked" {
 					t.Errorf("gold=%v: reward %v without the defences, %v with (%s; tampered %q; canaries %q)\n%s", gold, plain.Reward, checked.Reward, checked.Reason, checked.Tampered, checked.Canaries, checked.Log)
+				}
+				t.Logf("gold=%v: canaries %s", gold, checked.CanaryKind)
+				if mutants := tk.InstanceID != "django__django-15499"; mutants != strings.HasPrefix(checked.CanaryKind, "mutants of ") {
+					t.Errorf("gold=%v: canaries %s; want mutants: %v", gold, checked.CanaryKind, mutants)
 				}
 				if string(plain.Report) != string(checked.Report) || plain.Reason != checked.Reason {
 					t.Errorf("gold=%v: the canaries changed the report:\n%s\n%s\nvs\n%s\n%s", gold, plain.Reason, plain.Report, checked.Reason, checked.Report)

@@ -42,7 +42,7 @@ func TestCanaryGolden(t *testing.T) {
 			if tk == nil {
 				t.Fatalf("%s not in verified-test", id)
 			}
-			c := PlanCanariesSeeded(tk, 1, 2)
+			c := PlanCanariesSeeded(tk, nil, 1, 2)
 			if !c.Available() {
 				t.Fatalf("no canaries: %s", c.Unavailable)
 			}
@@ -99,7 +99,7 @@ func TestCanaryCoverage(t *testing.T) {
 		got, none := 0, map[string]int{}
 		var missing []string
 		for i := range tasks {
-			c := PlanCanariesSeeded(&tasks[i], uint64(i), 7)
+			c := PlanCanariesSeeded(&tasks[i], nil, uint64(i), 7)
 			if c.Available() {
 				got++
 				continue
@@ -111,7 +111,24 @@ func TestCanaryCoverage(t *testing.T) {
 				missing = append(missing, tasks[i].InstanceID+": "+c.Unavailable)
 			}
 		}
-		t.Logf("%s: %d of %d rows carry canaries; without: %v", name, got, len(tasks), none)
+		// Mutants, reading only the files the test patch creates (the
+		// others need the repository at its base commit, read from the
+		// box when grading): a lower bound.
+		mutants := 0
+		for i := range tasks {
+			tk := &tasks[i]
+			src := func(f string) (string, bool) {
+				if !CreatedBy(tk.TestPatch, f) {
+					return "", false
+				}
+				s, err := ApplyTestPatch(tk.TestPatch, f, "")
+				return s, err == nil
+			}
+			if c := PlanCanariesSeeded(tk, src, uint64(i), 7); c.Original != "" {
+				mutants++
+			}
+		}
+		t.Logf("%s: %d of %d rows carry canaries; without: %v; %d get mutants from the files their test patch creates alone", name, got, len(tasks), none, mutants)
 		if len(missing) > 0 {
 			t.Errorf("%s: %d rows of covered frameworks get no canaries:\n%s", name, len(missing), strings.Join(missing, "\n"))
 		}
@@ -186,8 +203,8 @@ class TestThing:
 				rng := newTestRand(seed)
 				c.MustFail, c.MustPass = testName(rng, "", map[string]bool{}), testName(rng, "", map[string]bool{"x": true})
 				method := tc.class != ""
-				c.blocks[0] = canaryBody(rng, c.MustFail, method, false)
-				c.blocks[1] = canaryBody(rng, c.MustPass, method, true)
+				c.blocks[0] = canaryBlock{Source: canaryBody(rng, c.MustFail, method, false)}
+				c.blocks[1] = canaryBlock{Source: canaryBody(rng, c.MustPass, method, true)}
 				_ = tk
 				inj := filepath.Join(dir, "inj.py")
 				if err := os.WriteFile(inj, c.Injector(), 0o644); err != nil {
@@ -255,6 +272,16 @@ func TestVerify(t *testing.T) {
 				t.Errorf("Verify = %q, want %q", got, tc.want)
 			}
 		})
+	}
+	// A mutant of a FAIL_TO_PASS test may pass on code that does not fix
+	// the bug (its assertion negated): judged only when the run resolves.
+	m := &Canaries{MustFail: "test_merge_empty_keys", MustPass: "test_parse_nested_rows", Original: "test_x (a.tests.T)"}
+	sm := swebench.StatusMap{"test_merge_empty_keys (a.tests.T)": "PASSED", "test_parse_nested_rows (a.tests.T)": "PASSED"}
+	if got := m.Verify(sm, false); got != nil {
+		t.Errorf("mutant, unresolved run: %q", got)
+	}
+	if got := strings.Join(m.Verify(sm, true), "; "); got != "canary test_merge_empty_keys passed but must fail" {
+		t.Errorf("mutant, resolved run: %q", got)
 	}
 	if got := (&Canaries{Unavailable: "not available for parse_log_gotest"}).Verify(nil, true); got != nil {
 		t.Errorf("unavailable canaries verified: %v", got)

@@ -1,4 +1,4 @@
 import ast, io, random
 PATH = "tests/model_formsets/test_uuid.py"
 HOST = "*"
-BLOCKS = ["def test_sort_cached_rows(self):\n    counts = {\"attrs\": 19}\n    counts[\"resolve_attrs\"] = 7\n    self.assertEqual(counts[\"attrs\"] + counts[\"resolve_attrs\"], 24)\n","def test_split_empty_pairs(self):\n    parts = [\"result\", \"nested\"]\n    joined = \"-\".join(parts)\n    self.assertEqual(joined, \"result-nested\")\n"]
+BLOCKS = [["def test_sort_cached_rows(self):\n    counts = {\"attrs\": 19}\n    counts[\"resolve_attrs\"] = 7\n    self.assertEqual(counts[\"attrs\"] + counts[\"resolve_attrs\"], 24)\n","",0],["def test_split_empty_pairs(self):\n    parts = [\"result\", \"nested\"]\n    joined = \"-\".join(parts)\n    self.assertEqual(joined, \"result-nested\")\n","",0]]
