@@ -26,7 +26,7 @@ func ApplyTestPatch(diff, file, base string) (string, error) {
 	lines := strings.Split(diff, "\n")
 	start := -1
 	for i, l := range lines {
-		if strings.HasPrefix(l, "+++ ") && diffPath(strings.TrimPrefix(l, "+++ "), "b/") == file {
+		if strings.HasPrefix(l, "+++ ") && diffPath(strings.TrimPrefix(l, "+++ ")) == file {
 			start = i + 1
 			break
 		}
