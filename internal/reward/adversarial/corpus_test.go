@@ -28,7 +28,12 @@ import (
 // TAMPER: once grader.Options has its tamper mode, set it here, e.g.
 //
 //	o.Tamper = "zero"
+//
+// SWERVE_CORPUS_SINGLE_PHASE=1 grades swebench tasks the way they were
+// graded before phased runs, in one run as root: the attacks on the install
+// step and on the eval script's file win there.
 func gradeOptions(o grader.Options) grader.Options {
+	o.SinglePhase = os.Getenv("SWERVE_CORPUS_SINGLE_PHASE") == "1"
 	return o
 }
 
