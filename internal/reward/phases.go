@@ -231,7 +231,7 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	_, _ = rand.Read(b[:])
 	pd := path.Join(scratch, ".swerve-phases-"+hex.EncodeToString(b[:]))
 	home := path.Join(pd, "home")
-	p := &phaser{box: box, dir: dir, pd: pd, deadline: time.Now().Add(timeout), timeout: timeout, out: &PhasedRun{ScriptRun: &ScriptRun{Trace: &Trace{}}}}
+	p := &phaser{box: box, dir: dir, pd: pd, timeout: timeout, out: &PhasedRun{ScriptRun: &ScriptRun{Trace: &Trace{}}}}
 	if err := p.root(ctx, "mkdir", fmt.Sprintf("mkdir -m 0711 %s && mkdir -m 0700 %s", shq(pd), shq(home))); err != nil {
 		return nil, "", err
 	}
@@ -280,6 +280,10 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	if err != nil {
 		return nil, "", err
 	}
+	trackedBefore, err := p.tracked(ctx)
+	if err != nil {
+		return nil, "", err
+	}
 	p.time("snapshot", t0)
 
 	uenv := []string{"HOME=" + home}
@@ -302,6 +306,24 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	for _, e := range sortedPaths(homeList) {
 		if rel := strings.TrimPrefix(e, home+"/"); e != home && rel != ".cache" && !strings.HasPrefix(rel, ".cache/") {
 			p.out.Tampered = append(p.out.Tampered, e+" added (the grading user's home)")
+		}
+	}
+	if len(p.out.Tampered) == 0 {
+		// .git is as it was: git may read it. Tracked files the install
+		// changed are edits the patch does not show.
+		trackedAfter, err := p.tracked(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, f := range sortedStrings(trackedAfter) {
+			if trackedBefore[f] != trackedAfter[f] {
+				p.out.Tampered = append(p.out.Tampered, path.Join(dir, f)+" changed by the install step")
+			}
+		}
+		for _, f := range sortedStrings(trackedBefore) {
+			if _, ok := trackedAfter[f]; !ok {
+				p.out.Tampered = append(p.out.Tampered, path.Join(dir, f)+" put back by the install step")
+			}
 		}
 	}
 	p.time("check", t0)
@@ -332,11 +354,10 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 }
 
 type phaser struct {
-	box      sandbox.Sandbox
-	dir, pd  string
-	deadline time.Time
-	timeout  time.Duration
-	out      *PhasedRun
+	box     sandbox.Sandbox
+	dir, pd string
+	timeout time.Duration
+	out     *PhasedRun
 }
 
 func (p *phaser) time(name string, since time.Time) {
@@ -349,7 +370,9 @@ func (p *phaser) time(name string, since time.Time) {
 // phase runs one phase sealed and adds its log and trace to the run's. It
 // reports stop when the run must end there (a timeout).
 func (p *phaser) phase(ctx context.Context, name, script, user string, env []string) (stop bool, err error) {
-	left := time.Until(p.deadline)
+	// The eval timeout is the script's: the steps between phases do not
+	// count against it.
+	left := p.timeout - p.out.Duration
 	if left <= 0 {
 		left = time.Millisecond
 	}
@@ -408,6 +431,28 @@ func (p *phaser) list(ctx context.Context, roots []string) (map[string]treeEntry
 	return parseTree(string(res.Output))
 }
 
+// tracked maps each tracked file of the work tree that differs from HEAD
+// to a digest of its content (its mode and type too), as root with git's
+// hooks and monitor off.
+func (p *phaser) tracked(ctx context.Context) (map[string]string, error) {
+	prog := `git -c safe.directory='*' -c core.quotePath=false diff HEAD --no-ext-diff --no-textconv --name-only -z | ` +
+		`while IFS= read -r -d '' f; do printf '%s\t%s\n' "$f" "$( { stat -c '%F %a' -- "$f" 2>/dev/null; cat -- "$f" 2>/dev/null; } | sha256sum)"; done`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Cwd: p.dir, Env: gitHardening, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: list changed tracked files: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("phases: list changed tracked files: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimRight(string(res.Output), "\n"), "\n") {
+		if f, digest, ok := strings.Cut(l, "\t"); ok {
+			m[f] = digest
+		}
+	}
+	return m, nil
+}
+
 // restoreState turns what the setup's trailer saved into a prologue that
 // puts the state back silently, and turns tracing back on last when it
 // was on. extra is added to the silent part.
@@ -447,12 +492,16 @@ func grantScript(dir, home string, sitePkgs, scripts []string) string {
 	fmt.Fprintf(&b, "chown %s %s\n", u, shq(home))
 	// -h: a symbolic link in the tree is the link's, never its target's.
 	fmt.Fprintf(&b, "chown -hR %s %s\n", u, shq(dir))
-	for _, d := range append(append([]string(nil), sitePkgs...), scripts...) {
+	// pip stashes site-packages whole, by renaming it, when everything in
+	// it is the project's: its parent is the grading user's too.
+	for _, d := range append(append(parents(sitePkgs), sitePkgs...), scripts...) {
 		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown %[2]s %[1]s; fi\n", shq(d), u)
 	}
 	for _, d := range sitePkgs {
 		fmt.Fprintf(&b, "if [ -d %s ]; then (cd %s && for f in __editable__* *.egg-link easy-install.pth; do if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then chown %s \"$f\"; fi; done; "+
-			"for f in __editable__.*.pth; do n=${f#__editable__.}; n=${n%%.pth}; if [ -d \"$n.dist-info\" ] && [ ! -L \"$n.dist-info\" ]; then chown -hR %s \"$n.dist-info\"; fi; done); fi\n", shq(d), shq(d), u, u)
+			"for f in __editable__.*.pth; do n=${f#__editable__.}; n=${n%%.pth}; if [ -d \"$n.dist-info\" ] && [ ! -L \"$n.dist-info\" ]; then chown -hR %s \"$n.dist-info\"; fi; done; "+
+			// pip removes the finder's compiled copy when it uninstalls.
+			"if [ -d __pycache__ ] && [ ! -L __pycache__ ]; then chown %s __pycache__; for f in __pycache__/__editable__*; do if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then chown %s \"$f\"; fi; done; fi); fi\n", shq(d), shq(d), u, u, u, u)
 	}
 	return b.String()
 }
@@ -462,11 +511,16 @@ func grantScript(dir, home string, sitePkgs, scripts []string) string {
 func revokeScript(dir, home string, sitePkgs, scripts []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "set -e\n")
-	for _, d := range append(append([]string(nil), sitePkgs...), scripts...) {
+	for _, d := range append(append(parents(sitePkgs), sitePkgs...), scripts...) {
 		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(d))
+	}
+	for _, d := range sitePkgs {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(path.Join(d, "__pycache__")))
 	}
 	fmt.Fprintf(&b, "find %s -mindepth 1 -delete\n", shq(home))
 	fmt.Fprintf(&b, "if [ -e %[1]s ]; then chown -hR 0:0 %[1]s; fi\n", shq(path.Join(dir, ".git")))
+	// git refuses a work tree its user does not own.
+	fmt.Fprintf(&b, "chown 0:0 %s\n", shq(dir))
 	return b.String()
 }
 
@@ -492,6 +546,17 @@ func lockScript(dir string, files []string) string {
 	}
 	b.WriteString("true\n")
 	return b.String()
+}
+
+// parents are the directories that hold dirs.
+func parents(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if p := path.Dir(d); !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -115,6 +115,9 @@ func compareTrees(before, after map[string]treeEntry, r treeRules) []string {
 			}
 		}
 		for _, sp := range r.sitePkgs {
+			if p == sp && (b == nil || b.kind == 'd') && (a == nil || a.kind == 'd') {
+				return true // pip may stash it whole and make it anew
+			}
 			rel, ok := strings.CutPrefix(p, sp+"/")
 			if !ok {
 				continue
@@ -225,6 +228,15 @@ func sortedPaths(m map[string]treeEntry) []string {
 }
 
 func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedStrings(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for p := range m {
 		out = append(out, p)
