@@ -128,7 +128,9 @@ func compareTrees(before, after map[string]treeEntry, r treeRules) []string {
 			}
 			if first == "__pycache__" {
 				if rel == "__pycache__" {
-					return b == nil // created by the install's Python
+					// Made anew by the install's Python or pip; what is in
+					// it is checked by name.
+					return (b == nil || b.kind == 'd') && (a == nil || a.kind == 'd')
 				}
 				stem, _, _ := strings.Cut(path.Base(rel), ".")
 				return strings.Count(rel, "/") == 1 && projects[projectOf(stem+".py")]
