@@ -71,7 +71,8 @@ func RecordTestExitCode(script string) (string, bool) {
 }
 
 // Run applies the patch in box (which must be fresh, from the task's
-// image), runs the task's eval script sealed, with the test exit code
+// image), runs the task's eval script sealed (in phases, the patch's code
+// as an unprivileged user, where reward.RunPhased can), with the test exit code
 // recorded as the 5.x harness records it (RecordTestExitCode), and grades
 // its output on what bash itself traced (Options.Trace). A
 // patch that does not apply or tests that time out give an unresolved
