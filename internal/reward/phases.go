@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -366,9 +365,6 @@ type phaser struct {
 
 func (p *phaser) time(name string, since time.Time) {
 	p.out.Phases = append(p.out.Phases, PhaseTime{name, time.Since(since)})
-	if os.Getenv("SWERVE_PHASE_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "phase %s %v\n", name, time.Since(since))
-	}
 }
 
 // phase runs one phase sealed and adds its log and trace to the run's. It
