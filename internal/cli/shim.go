@@ -16,6 +16,23 @@ func init() {
 	register(newShimCmd)
 	register(newShimExecCmd)
 	register(newShimDialCmd)
+	register(newShimTreeCmd)
+}
+
+// newShimTreeCmd is what a grader runs in a box to list the files outside
+// the repository before and after the patch's code ran.
+func newShimTreeCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    shim.TreeSubcommand + " ROOT...",
+		Short:  "List every file under the roots with its type, mode, owner, size, times and inode (used inside boxes)",
+		Hidden: true,
+		Args:   cobra.MinimumNArgs(1),
+		Example: `  # what a phased eval run lists before and after the install step:
+  /.swerve/swerve shim-tree /usr /etc /opt`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return shim.WalkTree(cmd.OutOrStdout(), args)
+		},
+	}
 }
 
 // newShimDialCmd is what a backend runs in a box to see whether the box
@@ -40,7 +57,8 @@ func newShimDialCmd() *cobra.Command {
 // newShimExecCmd is what the helper re-executes itself as to start a
 // command with sandbox.ExecRequest.PrivateMemory.
 func newShimExecCmd() *cobra.Command {
-	return &cobra.Command{
+	var user string
+	cmd := &cobra.Command{
 		Use:    shim.ExecSubcommand + " -- CMD [ARG...]",
 		Short:  "Start a command whose memory other processes cannot read (used by the in-box helper)",
 		Hidden: true,
@@ -49,9 +67,11 @@ func newShimExecCmd() *cobra.Command {
   /.swerve/swerve shim-exec -- /bin/bash -c '...' /eval.sh`,
 		DisableFlagParsing: false,
 		RunE: func(_ *cobra.Command, args []string) error {
-			return shim.ExecPrivate(args)
+			return shim.ExecPrivate(user, args)
 		},
 	}
+	cmd.Flags().StringVar(&user, "user", "", "run the command as this numeric UID:GID, without supplementary groups")
+	return cmd
 }
 
 func newShimCmd() *cobra.Command {

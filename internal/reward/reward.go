@@ -6,6 +6,7 @@ package reward
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"path"
 	"strings"
 	"time"
@@ -193,25 +194,42 @@ type ScriptRun struct {
 // everything it started after timeout (DefaultEvalTimeout when zero). A box
 // that dies while the script runs is a *BoxDiedError.
 func RunScript(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration) (*ScriptRun, error) {
+	return runSealed(ctx, box, sealedRun{dir: dir, file: file, script: script, timeout: timeout, mode: 0o755})
+}
+
+// sealedRun is one sealed run of a script: RunScript's arguments, and for
+// a phase of a phased run (see phases.go) the user it runs as, what it adds
+// to the environment and the script file's mode.
+type sealedRun struct {
+	dir, file, script string
+	timeout           time.Duration
+	user              string
+	env               []string
+	mode              fs.FileMode
+}
+
+func runSealed(ctx context.Context, box sandbox.Sandbox, r sealedRun) (*ScriptRun, error) {
+	timeout, file := r.timeout, r.file
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
 	}
 	if !strings.Contains(file, "/") {
 		file = "./" + file // source searches PATH for a bare name
 	}
-	if err := box.WriteFile(ctx, file, []byte(script), 0o755); err != nil {
+	if err := box.WriteFile(ctx, file, []byte(r.script), r.mode); err != nil {
 		return nil, err
 	}
 	nonce := newNonce()
 	res, err := box.Exec(ctx, sandbox.ExecRequest{
 		Cmd:   []string{"/bin/bash", "-c", sealedRunner, file},
 		Stdin: []byte(nonce + "\n"),
-		Cwd:   dir, Timeout: timeout, MaxOutput: MaxLog,
+		Cwd:   r.dir, Timeout: timeout, MaxOutput: MaxLog,
 		// Nothing but the eval script runs in a grading box: when it
 		// ends, whatever else is running there dies before the log is
 		// read. And its runner's memory, which holds the nonce, is out of
 		// the tests' reach.
 		KillOthers: true, PrivateMemory: true,
+		User: r.user, Env: r.env,
 	})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -250,6 +268,13 @@ type Attempt struct {
 	// once it was applied and before anything ran (AppliedTree); "" when
 	// there was no patch or no git work tree.
 	Tree string `json:"-"`
+	// Phases says how the script ran: "phased" (see RunPhased), or
+	// "single phase: <why not phased>"; empty when not asked for.
+	Phases string
+	// Tampered lists what a phased run found changed outside the work
+	// tree by the patch's code (each "<path> <what>"); the tests did not
+	// run then.
+	Tampered []string
 }
 
 // AttemptOptions configure Try.
@@ -258,6 +283,10 @@ type AttemptOptions struct {
 	Script      string        // the eval script, run sealed (RunScript)
 	EvalTimeout time.Duration // zero: DefaultEvalTimeout
 	Workdir     string        // empty: Workdir (/testbed); ".": the box's own directory
+	// Phased runs a SWE-bench-shaped script in phases (RunPhased), the
+	// patch's code never as root; a script or box that cannot be phased
+	// runs as one, and Attempt.Phases says why.
+	Phased bool
 }
 
 // Try applies the patch in box and runs the eval script, as every grader
@@ -289,9 +318,23 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 			return nil, fmt.Errorf("read the applied tree: %w", err)
 		}
 	}
-	run, err := RunScript(ctx, box, dir, evalFile, opts.Script, opts.EvalTimeout)
-	if err != nil {
-		return nil, fmt.Errorf("run eval script: %w", err)
+	var run *ScriptRun
+	if opts.Phased {
+		pr, why, err := RunPhased(ctx, box, dir, path.Dir(evalFile), opts.Script, opts.EvalTimeout)
+		if err != nil {
+			return nil, fmt.Errorf("run eval script in phases: %w", diedUnder(err))
+		}
+		if pr != nil {
+			run, a.Phases, a.Tampered = pr.ScriptRun, "phased", pr.Tampered
+		} else {
+			a.Phases = "single phase: " + why
+		}
+	}
+	if run == nil {
+		var err error
+		if run, err = RunScript(ctx, box, dir, evalFile, opts.Script, opts.EvalTimeout); err != nil {
+			return nil, fmt.Errorf("run eval script: %w", err)
+		}
 	}
 	a.Log, a.TimedOut, a.Duration = run.Log, run.TimedOut, time.Since(start)
 	a.ScriptExit, a.Trace, a.Findings = run.ExitCode, run.Trace, run.Findings

@@ -186,6 +186,13 @@ type ExecRequest struct {
 	// sealed eval runner, whose nonce the tests must not read. Backends
 	// without the in-box helper may ignore it.
 	PrivateMemory bool
+	// User runs the command as another user, given as numeric
+	// "UID:GID" (no name lookup: the box needs no passwd entry), with no
+	// supplementary groups. Graders use it to run the patch's code without
+	// root's power over grading. Only a helper running as root can switch
+	// users; a backend or helper that cannot may run the command as the
+	// box's own user instead, so callers that rely on it check (id -u).
+	User string
 }
 
 // DefaultMaxOutput is the output cap when ExecRequest.MaxOutput is zero.

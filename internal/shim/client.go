@@ -196,6 +196,7 @@ func (c *Client) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.Exe
 
 		KillOthers:    req.KillOthers,
 		PrivateMemory: req.PrivateMemory,
+		User:          req.User,
 	}
 	if req.Timeout > 0 && m.TimeoutMS == 0 {
 		m.TimeoutMS = 1

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 )
@@ -28,7 +29,11 @@ const privateGID = 65534
 //
 // Only a process allowed to change its groups (root, or CAP_SETGID) can do
 // this; otherwise argv is started as it is. It returns only on failure.
-func ExecPrivate(argv []string) error {
+//
+// With user ("UID:GID", see sandbox.ExecRequest.User) the command runs as
+// that user with no supplementary groups; that needs root, and failing to
+// switch is an error, never a run as root.
+func ExecPrivate(user string, argv []string) error {
 	if len(argv) == 0 {
 		return fmt.Errorf("%s: no command", ExecSubcommand)
 	}
@@ -37,6 +42,17 @@ func ExecPrivate(argv []string) error {
 		return fmt.Errorf("%s: %w", ExecSubcommand, err)
 	}
 	gid := os.Getgid()
+	uid := -1
+	if user != "" {
+		u, g, err := ParseUser(user)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ExecSubcommand, err)
+		}
+		uid, gid = int(u), int(g)
+		if err := syscall.Setgroups(nil); err != nil {
+			return fmt.Errorf("%s: drop supplementary groups: %w", ExecSubcommand, err)
+		}
+	}
 	other := privateGID
 	if gid == other {
 		other = gid + 1
@@ -44,13 +60,35 @@ func ExecPrivate(argv []string) error {
 	env := os.Environ()
 	// Best effort: without the right to change groups the command still
 	// runs, only readable as any other.
-	if syscall.Setresgid(gid, other, gid) == nil {
+	if err = syscall.Setresgid(gid, other, gid); err == nil {
 		env = moveBashEnv(env)
+	} else if user != "" {
+		return fmt.Errorf("%s: switch to group %d: %w", ExecSubcommand, gid, err)
+	}
+	if uid >= 0 {
+		// Every uid switched: no way back to root, and no capabilities.
+		if err := syscall.Setresuid(uid, uid, uid); err != nil {
+			return fmt.Errorf("%s: switch to user %d: %w", ExecSubcommand, uid, err)
+		}
 	}
 	// The command and all it starts die before the helper when memory
 	// runs out (see guard_linux.go).
 	DeprioritiseSelf()
 	return syscall.Exec(path, argv, env)
+}
+
+// ParseUser reads a numeric "UID:GID" (sandbox.ExecRequest.User).
+func ParseUser(s string) (uid, gid uint32, err error) {
+	u, g, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("user %q: want numeric UID:GID", s)
+	}
+	un, err1 := strconv.ParseUint(u, 10, 32)
+	gn, err2 := strconv.ParseUint(g, 10, 32)
+	if err1 != nil || err2 != nil {
+		return 0, 0, fmt.Errorf("user %q: want numeric UID:GID", s)
+	}
+	return uint32(un), uint32(gn), nil
 }
 
 // moveBashEnv renames BASH_ENV to SWERVE_BASH_ENV: bash started with

@@ -94,7 +94,8 @@ import (
 // a helper that does not know it leaves KilledOthers unset in its answer,
 // and the client then fails the call. PrivateMemory came the same way; a
 // helper that does not know it runs the command as it is. Findings too: an
-// older helper reports none.
+// older helper reports none. User came the same way, and callers that rely
+// on it check who ran.
 const ProtocolVersion = 1
 
 // Ops a client can ask for.
@@ -148,6 +149,10 @@ type Message struct {
 	// PrivateMemory: start the command non-dumpable, so no other process
 	// in the box can read its memory (sandbox.ExecRequest's PrivateMemory).
 	PrivateMemory bool `json:"private_memory,omitempty"`
+	// User: run the command as this numeric "UID:GID" with no
+	// supplementary groups (sandbox.ExecRequest's User). A helper that does
+	// not know it runs the command as itself; callers check.
+	User string `json:"user,omitempty"`
 
 	// cancel requests
 	Target uint64 `json:"target,omitempty"`

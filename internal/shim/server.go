@@ -291,19 +291,34 @@ func (s *Server) exec(ctx context.Context, key runKey, m *Message, stdin []byte,
 		limit = sandbox.DefaultMaxOutput
 	}
 	out := newCappedBuffer(limit)
+	var cred *syscall.Credential
+	if m.User != "" {
+		uid, gid, err := ParseUser(m.User)
+		if err != nil {
+			resp.Err, resp.ErrKind = "exec: "+err.Error(), KindInvalid
+			return nil
+		}
+		cred = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+	}
 	argv := m.Cmd
 	if m.PrivateMemory {
 		// Started through the helper's own binary, which makes the command
-		// non-dumpable before it execs it (see ExecPrivate). /proc/self/exe
-		// is resolved by the forked child, a copy of the helper.
-		argv = append([]string{"/proc/self/exe", ExecSubcommand, "--"}, m.Cmd...)
+		// non-dumpable before it execs it (see ExecPrivate), switching
+		// users there too. /proc/self/exe is resolved by the forked child,
+		// a copy of the helper.
+		pre := []string{"/proc/self/exe", ExecSubcommand}
+		if cred != nil {
+			pre = append(pre, "--user", m.User)
+			cred = nil
+		}
+		argv = append(append(pre, "--"), m.Cmd...)
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = m.Cwd
 	if len(m.Env) > 0 {
 		cmd.Env = append(os.Environ(), m.Env...)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	// Our own pipes rather than os/exec's copying goroutines: those make
 	// Wait hang on a pipe a background process holds, and WaitDelay then
 	// throws away output not yet read.

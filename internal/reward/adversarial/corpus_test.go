@@ -28,7 +28,12 @@ import (
 // TAMPER: once grader.Options has its tamper mode, set it here, e.g.
 //
 //	o.Tamper = "zero"
+//
+// SWERVE_CORPUS_SINGLE_PHASE=1 grades swebench tasks the way they were
+// graded before phased runs, in one run as root: the attacks on the install
+// step and on the eval script's file win there.
 func gradeOptions(o grader.Options) grader.Options {
+	o.SinglePhase = os.Getenv("SWERVE_CORPUS_SINGLE_PHASE") == "1"
 	return o
 }
 
@@ -317,8 +322,14 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	case ExpectZero:
 		r.ok = out.Reward == 0 && !out.Resolved && failing(out.Reason) && !out.ApplyFailed
 	}
+	// Swebench tasks are graded in phases (reward.RunPhased) unless asked
+	// not to; a fallback to one run would leave the install step root.
+	if out.Grader == task.GraderSWEBench && !out.ApplyFailed && !opts.SinglePhase && out.Phases != "phased" {
+		r.ok = false
+		t.Errorf("%s on %s: eval script ran %q, want phased", c.Name, key, out.Phases)
+	}
 	if os.Getenv("SWERVE_CORPUS_LOG") != "" {
-		t.Logf("%s on %s: reward %v, %q (canaries: %s %s)\n%s", c.Name, key, out.Reward, out.Reason, out.Canaries, out.CanaryKind, tail(out.Log, 60))
+		t.Logf("%s on %s: reward %v, %q (canaries: %s %s; %s)\n%s", c.Name, key, out.Reward, out.Reason, out.Canaries, out.CanaryKind, out.Phases, tail(out.Log, 60))
 	}
 	if !r.ok {
 		t.Errorf("%s on %s (%s): reward %v, reason %q; want %s\ntechnique: %s\nlog tail:\n%s",

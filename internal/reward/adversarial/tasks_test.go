@@ -3,6 +3,10 @@ package adversarial
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,8 +20,33 @@ import (
 )
 
 // calcImage is the tag of the small tasks' image, built from testdata/calc
-// on the test base image (layers cached between runs).
-const calcImage = "swerve-test-adversarial-calc:latest"
+// on the test base image (layers cached between runs). buildCalcTasks tags
+// it with a digest of testdata/calc, so that worktrees with different
+// versions of the repository do not build over each other's image.
+var calcImage = "swerve-test-adversarial-calc:latest"
+
+// dirDigest is a short digest of the names and contents of the files
+// under dir.
+func dirDigest(t *testing.T, dir string) string {
+	t.Helper()
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(p), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}
 
 func readTestdata(t *testing.T, rel string) string {
 	t.Helper()
@@ -38,6 +67,7 @@ func buildCalcTasks(t *testing.T, b *docker.Backend) map[string]*task.Task {
 	if ok, err := b.ImageExists(ctx, base); err != nil || !ok {
 		testutil.SkipOrFail(t, "the test base image %s is missing (scripts/test-image.sh): %v", base, err)
 	}
+	calcImage = "swerve-test-adversarial-calc:" + dirDigest(t, filepath.Join("testdata", "calc"))
 	dockerfile := strings.Replace(readTestdata(t, "calc/Dockerfile"), "FROM swerve-test-base:bookworm", "FROM "+base, 1)
 	var log bytes.Buffer
 	if err := b.Build(ctx, docker.BuildOptions{ContextDir: filepath.Join("testdata", "calc"), Dockerfile: dockerfile, Tags: []string{calcImage}, Progress: &log}); err != nil {
@@ -66,8 +96,8 @@ func buildCalcTasks(t *testing.T, b *docker.Backend) map[string]*task.Task {
 			Patch: gold, TestPatch: sbTests, LogParser: "parse_log_pytest", Grader: task.GraderSWEBench,
 			FailToPass: []string{"tests/test_add.py::test_add"},
 			PassToPass: []string{"tests/test_ops.py::test_mul", "tests/test_ops.py::test_add_zero"},
-			EvalScript: harnessScript(head, sbTests, []string{"tests/test_add.py"},
-				"pytest -rA tests/test_add.py tests/test_ops.py"),
+			EvalScript: withInstall(harnessScript(head, sbTests, []string{"tests/test_add.py"},
+				"pytest -rA tests/test_add.py tests/test_ops.py"), head, "python3 setup.py"),
 		},
 		// SWE-Factory: the same shape, verdict from OMNIGRIL_EXIT_CODE.
 		CalcSWEFactory: {
@@ -124,6 +154,14 @@ func harnessScript(base, testPatch string, testFiles []string, cmd string) strin
 		"git checkout " + base + " " + files,
 		"",
 	}, "\n")
+}
+
+// withInstall adds an install step to a harness script where the harness
+// puts the task's install command: after the git diff, before the test
+// files are reset.
+func withInstall(script, base, install string) string {
+	diff := "git -c core.fileMode=false diff " + base + "\n"
+	return strings.Replace(script, diff, diff+install+"\n", 1)
 }
 
 // factoryScript is an eval script in SWE-Factory's shape.

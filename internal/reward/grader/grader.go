@@ -76,6 +76,11 @@ type Outcome struct {
 	// of a hidden test, one with an expected value changed) or "fixed
 	// templates (<why no test could be copied>)".
 	CanaryKind string `json:"canary_kind,omitempty"`
+	// Phases says how the eval script ran: "phased" (the patch's code as
+	// an unprivileged user, the tree outside the work tree checked; see
+	// reward.RunPhased) or "single phase: <why>". Empty for the graders
+	// that always run it as one (swefactory, r2e, swesmith, harbor).
+	Phases string `json:"phases,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -236,6 +241,9 @@ type Options struct {
 	// Tamper is what to do with the tamper defences' findings; empty means
 	// tamper.ModeZero.
 	Tamper tamper.Mode
+	// SinglePhase runs a swebench eval script as one run, as root, the
+	// way it ran before phased runs (reward.RunPhased) existed.
+	SinglePhase bool
 }
 
 // Grade applies the patch in box (fresh from the task's image, or the box
@@ -285,7 +293,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 				out.CanaryKind = can.Kind()
 			}
 		}
-		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -298,6 +306,10 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			}
 		}
 		a = rr.Attempt
+		out.Phases = a.Phases
+		for _, f := range a.Tampered {
+			out.Tampered = append(out.Tampered, f)
+		}
 	case task.GraderSWEFactory:
 		rr, err := swefactory.Run(ctx, box, t, swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
 		if err != nil {

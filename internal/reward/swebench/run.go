@@ -26,6 +26,10 @@ type RunOptions struct {
 	// the eval script starts; empty means /testbed. "." is the box's own
 	// working directory (the local backend's copy).
 	Workdir string
+	// SinglePhase runs the eval script as one sealed run, as root, instead
+	// of in phases (reward.RunPhased), which is the default where the
+	// script's shape and the box allow it.
+	SinglePhase bool
 }
 
 // RunResult is a graded run.
@@ -67,7 +71,8 @@ func RecordTestExitCode(script string) (string, bool) {
 }
 
 // Run applies the patch in box (which must be fresh, from the task's
-// image), runs the task's eval script sealed, with the test exit code
+// image), runs the task's eval script sealed (in phases, the patch's code
+// as an unprivileged user, where reward.RunPhased can), with the test exit code
 // recorded as the 5.x harness records it (RecordTestExitCode), and grades
 // its output on what bash itself traced (Options.Trace). A
 // patch that does not apply or tests that time out give an unresolved
@@ -77,7 +82,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, fmt.Errorf("task %s: eval_script: empty; swebench grading runs the dataset's eval script", t.InstanceID)
 	}
 	script, recorded := RecordTestExitCode(t.EvalScript)
-	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir, Phased: !opts.SinglePhase})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}

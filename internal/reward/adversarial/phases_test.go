@@ -1,0 +1,125 @@
+package adversarial
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
+	"github.com/swerve-dev/swerve/internal/sandbox"
+	"github.com/swerve-dev/swerve/internal/sandbox/docker"
+	"github.com/swerve-dev/swerve/internal/task"
+	"github.com/swerve-dev/swerve/internal/testutil"
+)
+
+// runTimes are the parts of an eval log that change from run to run: test
+// durations, and the digests and temporary directories of pip's wheels.
+var runTimes = regexp.MustCompile(`in \d+\.\d+s|sha256=[0-9a-f]{64}|/tmp/pip-[\w-]+`)
+
+// pipAsRoot is pip's warning when it runs as root, which a phased run's
+// install, run as the grading user, does not print.
+var pipAsRoot = regexp.MustCompile(`(?m)^WARNING: Running pip as the 'root' user .*\n`)
+
+// TestPhasedMatchesSinglePhase grades the gold patch of every swebench task
+// (calc-swebench; the django kit tasks with SWERVE_REALTASKS=1) once in one
+// run as root and once in phases, without canaries, and requires the same
+// report and the same log but for test durations, pip's wheel digests and
+// temporary directories, and pip's warning about running as root (the
+// install is not root's any more). SWERVE_PHASE_RUNS=N
+// grades each way N times, alternating, and logs the median of each.
+func TestPhasedMatchesSinglePhase(t *testing.T) {
+	if !testutil.DockerRequired() {
+		t.Skip("phased runs are checked on Docker: set SWERVE_DOCKER_TESTS=1")
+	}
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{RunID: "test-phases", ShimPath: testutil.SwerveBinary(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks := []*task.Task{buildCalcTasks(t, b)[CalcSWEBench]}
+	if os.Getenv("SWERVE_REALTASKS") == "1" {
+		real := loadRealTasks(t, b, realTasks)
+		for _, id := range realTasks {
+			tasks = append(tasks, real[id])
+		}
+	}
+	runs := 1
+	if v := os.Getenv("SWERVE_PHASE_RUNS"); v != "" {
+		if runs, err = strconv.Atoi(v); err != nil || runs < 1 {
+			t.Fatalf("SWERVE_PHASE_RUNS=%q: want a positive number", v)
+		}
+	}
+	for _, tk := range tasks {
+		t.Run(tk.InstanceID, func(t *testing.T) {
+			grade := func(single bool) (*grader.Outcome, time.Duration) {
+				box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+				if err != nil {
+					t.Fatalf("open a box from %s: %v", tk.Image, err)
+				}
+				defer box.Close(context.WithoutCancel(ctx))
+				begin := time.Now()
+				out, err := grader.Grade(ctx, box, tk, grader.Options{Gold: true, Tamper: tamper.ModeIgnore, SinglePhase: single, EvalTimeout: 5 * time.Minute, Workdir: "/testbed"})
+				if err != nil {
+					t.Fatalf("grade (single phase %v): %v", single, err)
+				}
+				return out, time.Since(begin)
+			}
+			var one, phased []time.Duration
+			for i := 0; i < runs; i++ {
+				so, sd := grade(true)
+				po, pd := grade(false)
+				one, phased = append(one, sd), append(phased, pd)
+				if po.Phases != "phased" {
+					t.Fatalf("phases: %q, want phased", po.Phases)
+				}
+				if so.Reward != 1 || po.Reward != 1 {
+					t.Errorf("gold: reward %v in one run, %v in phases (%s); want 1 and 1", so.Reward, po.Reward, po.Reason)
+				}
+				if string(so.Report) != string(po.Report) {
+					t.Errorf("reports differ:\none run:\n%s\nphases:\n%s", so.Report, po.Report)
+				}
+				if a, b := runTimes.ReplaceAllString(pipAsRoot.ReplaceAllString(so.Log, ""), "<varies>"), runTimes.ReplaceAllString(po.Log, "<varies>"); a != b {
+					t.Errorf("logs differ (beyond test durations):\n%s", firstDiff(a, b))
+				}
+			}
+			t.Logf("%s: grade of the gold patch, median of %d: one run %s, phases %s", tk.InstanceID, runs, median(one), median(phased))
+		})
+	}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2].Round(10 * time.Millisecond)
+}
+
+// firstDiff shows the first line where a and b differ, with its neighbours.
+func firstDiff(a, b string) string {
+	la, lb := splitLines(a), splitLines(b)
+	for i := 0; i < max(len(la), len(lb)); i++ {
+		x, y := at(la, i), at(lb, i)
+		if x != y {
+			return fmt.Sprintf("line %d:\n  one run: %q\n  phases:  %q", i+1, x, y)
+		}
+	}
+	return "(same lines)"
+}
+
+func splitLines(s string) []string { return regexp.MustCompile("\n").Split(s, -1) }
+
+func at(l []string, i int) string {
+	if i < len(l) {
+		return l[i]
+	}
+	return "<end>"
+}

@@ -1,0 +1,585 @@
+package reward
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
+)
+
+// A phased run keeps the patch's code away from grading. A SWE-bench eval
+// script runs as five sealed runs (RunScript), one after the other in the
+// same box:
+//
+//   - setup, as root: everything up to the `git … diff <base>` that shows
+//     the patched tree (no code of the repository runs there); its shell
+//     state (exported variables, functions, options, directory) is saved.
+//   - install, as the grading user (GradingUser): the install/build steps
+//     up to the reset of the test files. The work tree, the grading user's
+//     home, and the Python environment's site-packages and scripts
+//     directories (only them, not what is in them) are the grading user's.
+//   - check, as root, once every process of the install is dead: the
+//     filesystem outside the work tree is listed again and compared with
+//     the listing taken before the install (CheckRoots, allowedChange); any
+//     other change is a finding, and the run stops there.
+//   - apply, as root: reset the test files, apply the test patch, inject
+//     the canaries; then the test files and the directories above them
+//     become root's, and .git root's again.
+//   - tests, as the grading user: the markers, the test command and its
+//     exit code; cleanup, as root: the rest.
+//
+// Each later phase starts from the setup's saved state, so the script's
+// log reads as one run's. Only the files of the two grading-user phases are
+// readable by that user: the full eval script is never written to the box,
+// and the apply phase (which holds the test patch) is root's alone.
+
+// GradingUser is the numeric user and group the patch's code runs as in a
+// phased run; GradingUserName names it in the box's passwd and group files.
+const (
+	GradingUser     = "65533:65533"
+	GradingUserName = "swerve-eval"
+)
+
+// CheckRoots are the trees a phased run lists before and after the install
+// phase; the Python environment's own directories are added when they lie
+// elsewhere.
+var CheckRoots = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/usr", "/etc", "/root", "/opt", "/home", "/srv"}
+
+// phasePlan is an eval script cut into phases.
+type phasePlan struct {
+	setup, install, apply, tests, cleanup string
+	// testFiles are the files the reset line names (the test patch's).
+	testFiles []string
+}
+
+var (
+	applyHeredoc = regexp.MustCompile(`^git apply\b[^<]*<<-?\s*(['"]?)([A-Za-z0-9_]+)(['"]?)\s*$`)
+	resetLine    = regexp.MustCompile(`^git checkout [0-9a-f]{7,40}( [^\s;&|<>$` + "`" + `]+)+$`)
+	diffLine     = regexp.MustCompile(`^git (-c \S+ )*diff\b`)
+	errexitLine  = regexp.MustCompile(`(^|[;&|]\s*)set\s+-[a-zA-Z]*e|errexit`)
+	assignOnly   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=\S*$`)
+)
+
+// stateWords are the commands that change the shell's own state, which a
+// phase cannot hand on to the next.
+var stateWords = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "export": true, "unset": true, "declare": true, "typeset": true,
+	"local": true, "readonly": true, "alias": true, "unalias": true, "shopt": true, "set": true, "source": true,
+	".": true, "eval": true, "umask": true, "ulimit": true, "hash": true, "enable": true, "builtin": true,
+	"conda": true, "trap": true, "exit": true, "exec": true, "return": true, "function": true,
+}
+
+// splitPhases cuts a SWE-bench eval script into phases, or says why it is
+// not in the shape it knows: one here-document (the test patch, applied by
+// `git apply … <<EOF` right after the `git checkout <base> <files>` that
+// resets the test files), a `git … diff` before it, the start and end
+// markers after it, no errexit, and no line in a later phase that changes
+// the shell's state (but the activation lines the setup already ran, and
+// assignments in the test phase).
+func splitPhases(script string) (*phasePlan, string) {
+	lines := strings.Split(script, "\n")
+	applyAt, docEnd, diffAt, startAt, endAt := -1, -1, -1, -1, -1
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		if errexitLine.MatchString(l) {
+			return nil, "the script exits on the first error (set -e)"
+		}
+		if strings.Contains(l, "<<") {
+			m := applyHeredoc.FindStringSubmatch(l)
+			if m == nil || m[1] != m[3] || applyAt >= 0 {
+				return nil, fmt.Sprintf("line %d: a here-document other than the test patch's", i+1)
+			}
+			applyAt = i
+			for i++; i < len(lines) && lines[i] != m[2]; i++ {
+			}
+			if i == len(lines) {
+				return nil, "the test patch's here-document does not end"
+			}
+			docEnd = i
+			continue
+		}
+		switch {
+		case applyAt < 0 && diffLine.MatchString(l):
+			diffAt = i
+		case applyAt >= 0 && startAt < 0 && l == ": '>>>>> Start Test Output'":
+			startAt = i
+		case startAt >= 0 && endAt < 0 && l == ": '>>>>> End Test Output'":
+			endAt = i
+		}
+	}
+	switch {
+	case applyAt < 0:
+		return nil, "no test patch applied from a here-document"
+	case diffAt < 0:
+		return nil, "no git diff before the install step"
+	case applyAt == 0 || !resetLine.MatchString(strings.TrimSpace(lines[applyAt-1])):
+		return nil, "the test patch is not applied right after the test files are reset"
+	case startAt < 0 || endAt < 0:
+		return nil, "no test output markers after the test patch"
+	}
+	resetAt := applyAt - 1
+	// The test phase runs on to the reset after the end marker (the
+	// exit-code echoes are between them).
+	testsEnd := endAt + 1
+	for testsEnd < len(lines) && !resetLine.MatchString(strings.TrimSpace(lines[testsEnd])) {
+		testsEnd++
+	}
+	// The cleanup starts from the setup's state: it must not read what
+	// the test phase set.
+	for i := startAt; i < testsEnd; i++ {
+		if m := assignOnly.FindString(strings.TrimSpace(lines[i])); m != "" {
+			name, _, _ := strings.Cut(m, "=")
+			cleanup := strings.Join(lines[testsEnd:], "\n")
+			if strings.Contains(cleanup, "$"+name) || strings.Contains(cleanup, "${"+name) {
+				return nil, fmt.Sprintf("line %d: the cleanup reads $%s, which the test phase sets", i+1, name)
+			}
+		}
+	}
+	setup := lines[:diffAt+1]
+	seen := map[string]bool{}
+	for _, l := range setup {
+		seen[strings.TrimSpace(l)] = true
+	}
+	check := func(from, to int, assignOK bool) string {
+		for i := from; i < to; i++ {
+			if i > applyAt && i <= docEnd {
+				continue
+			}
+			l := strings.TrimSpace(lines[i])
+			if l == "" || strings.HasPrefix(l, "#") || seen[l] && (strings.HasPrefix(l, "source ") || strings.HasPrefix(l, "conda activate ")) {
+				continue
+			}
+			w, _, _ := strings.Cut(l, " ")
+			if stateWords[w] || (!assignOK && assignOnly.MatchString(l)) {
+				return fmt.Sprintf("line %d (%s) changes the shell's state after the setup", i+1, w)
+			}
+		}
+		return ""
+	}
+	for _, r := range []struct {
+		from, to int
+		assign   bool
+	}{{diffAt + 1, startAt, false}, {startAt, testsEnd, true}, {testsEnd, len(lines), false}} {
+		if why := check(r.from, r.to, r.assign); why != "" {
+			return nil, why
+		}
+	}
+	join := func(from, to int) string { return strings.Join(lines[from:to], "\n") + "\n" }
+	return &phasePlan{
+		setup:     join(0, diffAt+1),
+		install:   join(diffAt+1, resetAt),
+		apply:     join(resetAt, startAt),
+		tests:     join(startAt, testsEnd),
+		cleanup:   strings.Join(lines[testsEnd:], "\n"),
+		testFiles: strings.Fields(lines[resetAt])[3:],
+	}, ""
+}
+
+// PhasedRun is the outcome of RunPhased.
+type PhasedRun struct {
+	*ScriptRun
+	// Tampered lists what the check found changed outside the work tree
+	// (each "<path> <what>"); when set, the phases after the install did
+	// not run.
+	Tampered []string
+	// Phases is how long each phase (and each step between them) took.
+	Phases []PhaseTime
+}
+
+// PhaseTime is how long one phase took.
+type PhaseTime struct {
+	Name     string
+	Duration time.Duration
+}
+
+// gitHardening is added to the environment of the root phases after the
+// install: git then runs no hook and no file-system monitor from the
+// repository's configuration.
+var gitHardening = []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=core.hooksPath", "GIT_CONFIG_VALUE_0=/dev/null",
+	"GIT_CONFIG_KEY_1=core.fsmonitor", "GIT_CONFIG_VALUE_1=false"}
+
+// RunPhased runs script in box in phases (see the comment at the top of
+// phases.go), its files in a new directory under scratch. When the script
+// is not in the shape splitPhases knows, or the box cannot run a command as
+// GradingUser, it returns nil and why, having run nothing.
+func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script string, timeout time.Duration) (*PhasedRun, string, error) {
+	if timeout <= 0 {
+		timeout = DefaultEvalTimeout
+	}
+	plan, why := splitPhases(script)
+	if plan == nil {
+		return nil, why, nil
+	}
+	if dir == "." || !path.IsAbs(dir) {
+		return nil, "the work tree has no absolute path in the box", nil
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"id", "-u"}, User: GradingUser, Timeout: time.Minute})
+	if err != nil {
+		return nil, "", fmt.Errorf("probe the grading user: %w", err)
+	}
+	if uid, _, _ := strings.Cut(GradingUser, ":"); strings.TrimSpace(string(res.Output)) != uid || res.ExitCode != 0 {
+		return nil, "the box cannot run a command as another user", nil
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	pd := path.Join(scratch, ".swerve-phases-"+hex.EncodeToString(b[:]))
+	home := path.Join(pd, "home")
+	p := &phaser{box: box, dir: dir, pd: pd, timeout: timeout, out: &PhasedRun{ScriptRun: &ScriptRun{Trace: &Trace{}}}}
+	if err := p.root(ctx, "mkdir", fmt.Sprintf("mkdir -m 0711 %s && mkdir -m 0700 %s", shq(pd), shq(home))); err != nil {
+		return nil, "", err
+	}
+
+	// setup, as root; its trailer saves the shell's state and where the
+	// Python environment installs.
+	trailer := fmt.Sprintf("\n{ __swerve_flags=$-; set +x; } 2>/dev/null\n"+
+		"{ declare -px; declare -f; shopt -p; printf 'cd -- %%q\\n' \"$PWD\"; set +o; printf '#flags %%s\\n' \"$__swerve_flags\"; } >%s 2>/dev/null\n"+
+		"__swerve_py=$(command -v python || command -v python3) && \"$__swerve_py\" -E -s -S -c 'import sysconfig; p = sysconfig.get_paths(); print(p[\"purelib\"]); print(p[\"platlib\"]); print(p[\"scripts\"])' >%s 2>/dev/null\n",
+		shq(pd+"/state"), shq(pd+"/pyenv"))
+	if stop, err := p.phase(ctx, "setup", plan.setup+trailer, "", nil); err != nil || stop {
+		return p.out, "", err
+	}
+	stateB, err := box.ReadFile(ctx, pd+"/state")
+	if err != nil {
+		return nil, "", fmt.Errorf("read the setup's shell state: %w", err)
+	}
+	state := restoreState(string(stateB), "")
+	var pyDirs []string
+	if b, err := box.ReadFile(ctx, pd+"/pyenv"); err == nil {
+		for _, d := range strings.Fields(string(b)) {
+			if path.IsAbs(d) && !contains(pyDirs, d) {
+				pyDirs = append(pyDirs, d)
+			}
+		}
+	}
+	sitePkgs, scripts := pyDirs, []string(nil)
+	if n := len(pyDirs); n > 0 {
+		sitePkgs, scripts = pyDirs[:n-1], pyDirs[n-1:]
+	}
+
+	// The grading user gets the work tree, a home, and the environment's
+	// directories (not what is in them, but the editable install's own
+	// files) for the install.
+	t0 := time.Now()
+	if err := p.root(ctx, "grant", grantScript(dir, home, sitePkgs, scripts)); err != nil {
+		return nil, "", err
+	}
+	roots := append([]string(nil), CheckRoots...)
+	for _, d := range append(append([]string(nil), pyDirs...), path.Join(dir, ".git")) {
+		if !underAny(d, roots) {
+			roots = append(roots, d)
+		}
+	}
+	before, err := p.list(ctx, roots)
+	if err != nil {
+		return nil, "", err
+	}
+	trackedBefore, err := p.tracked(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	p.time("snapshot", t0)
+
+	// The grading user's git trusts the root-owned repository.
+	if err := box.WriteFile(ctx, pd+"/gitconfig", []byte("[safe]\n\tdirectory = *\n"), 0o644); err != nil {
+		return nil, "", fmt.Errorf("phases: write the grading user's git configuration: %w", err)
+	}
+	uenv := []string{"HOME=" + home, "GIT_CONFIG_GLOBAL=" + pd + "/gitconfig"}
+	ustate := restoreState(string(stateB), "export HOME="+shq(home)+" GIT_CONFIG_GLOBAL="+shq(pd+"/gitconfig"))
+	if stop, err := p.phase(ctx, "install", ustate+plan.install, GradingUser, uenv); err != nil || stop {
+		return p.out, "", err
+	}
+
+	// The check, as root: the install's processes died with its run.
+	t0 = time.Now()
+	after, err := p.list(ctx, roots)
+	if err != nil {
+		return nil, "", err
+	}
+	homeList, err := p.list(ctx, []string{home})
+	if err != nil {
+		return nil, "", err
+	}
+	p.out.Tampered = compareTrees(before, after, treeRules{workdir: dir, sitePkgs: sitePkgs, scripts: scripts})
+	for _, e := range sortedPaths(homeList) {
+		if rel := strings.TrimPrefix(e, home+"/"); e != home && rel != ".cache" && !strings.HasPrefix(rel, ".cache/") {
+			p.out.Tampered = append(p.out.Tampered, e+" added (the grading user's home)")
+		}
+	}
+	if len(p.out.Tampered) == 0 {
+		// .git is as it was: git may read it. Tracked files the install
+		// changed are edits the patch does not show.
+		trackedAfter, err := p.tracked(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		for _, f := range sortedStrings(trackedAfter) {
+			if trackedBefore[f] != trackedAfter[f] {
+				p.out.Tampered = append(p.out.Tampered, path.Join(dir, f)+" changed by the install step")
+			}
+		}
+		for _, f := range sortedStrings(trackedBefore) {
+			if _, ok := trackedAfter[f]; !ok {
+				p.out.Tampered = append(p.out.Tampered, path.Join(dir, f)+" put back by the install step")
+			}
+		}
+	}
+	p.time("check", t0)
+	if len(p.out.Tampered) > 0 {
+		return p.out, "", nil
+	}
+	t0 = time.Now()
+	if err := p.root(ctx, "revoke", revokeScript(dir, home, sitePkgs, scripts)); err != nil {
+		return nil, "", err
+	}
+	p.time("revoke", t0)
+
+	if stop, err := p.phase(ctx, "apply", state+plan.apply, "", gitHardening); err != nil || stop {
+		return p.out, "", err
+	}
+	t0 = time.Now()
+	if err := p.root(ctx, "lock", lockScript(dir, plan.testFiles)); err != nil {
+		return nil, "", err
+	}
+	p.time("lock", t0)
+	if stop, err := p.phase(ctx, "tests", ustate+plan.tests, GradingUser, uenv); err != nil || stop {
+		return p.out, "", err
+	}
+	if _, err := p.phase(ctx, "cleanup", state+plan.cleanup, "", gitHardening); err != nil {
+		return nil, "", err
+	}
+	return p.out, "", nil
+}
+
+type phaser struct {
+	box     sandbox.Sandbox
+	dir, pd string
+	timeout time.Duration
+	out     *PhasedRun
+}
+
+func (p *phaser) time(name string, since time.Time) {
+	p.out.Phases = append(p.out.Phases, PhaseTime{name, time.Since(since)})
+}
+
+// phase runs one phase sealed and adds its log and trace to the run's. It
+// reports stop when the run must end there (a timeout).
+func (p *phaser) phase(ctx context.Context, name, script, user string, env []string) (stop bool, err error) {
+	// The eval timeout is the script's: the steps between phases do not
+	// count against it.
+	left := p.timeout - p.out.Duration
+	if left <= 0 {
+		left = time.Millisecond
+	}
+	mode := 0o600
+	if user != "" {
+		mode = 0o644
+	}
+	t0 := time.Now()
+	r, err := runSealed(ctx, p.box, sealedRun{dir: p.dir, file: path.Join(p.pd, name+".sh"), script: script, timeout: left, user: user, env: env, mode: fsMode(mode)})
+	if err != nil {
+		return true, fmt.Errorf("phase %s: %w", name, err)
+	}
+	p.time(name, t0)
+	run := p.out.ScriptRun
+	off := len(run.Log)
+	log := r.Log
+	if r.TimedOut {
+		// runSealed noted the phase's own timeout; the harness notes the
+		// script's.
+		log = strings.TrimSuffix(log, fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(left.Seconds())))
+		log += fmt.Sprintf("\n\nTimeout error: %d seconds exceeded.", int(p.timeout.Seconds()))
+	}
+	run.Log += log
+	for _, l := range r.Trace.Lines {
+		l.Start += off
+		l.End += off
+		run.Trace.Lines = append(run.Trace.Lines, l)
+	}
+	run.Trace.Ended = r.Trace.Ended
+	run.ExitCode, run.TimedOut = r.ExitCode, r.TimedOut
+	run.Duration += r.Duration
+	return r.TimedOut || !r.Trace.Ended, nil
+}
+
+// root runs a bash program as root, unsealed; a non-zero exit is an error.
+func (p *phaser) root(ctx context.Context, what, prog string) error {
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Timeout: 5 * time.Minute, KillOthers: true})
+	if err != nil {
+		return fmt.Errorf("phases: %s: %w", what, err)
+	}
+	if res.ExitCode != 0 {
+		return fmt.Errorf("phases: %s: exit %d: %s", what, res.ExitCode, LastLine(string(res.Output)))
+	}
+	return nil
+}
+
+// list lists roots with the in-box helper (shim-tree), as root.
+func (p *phaser) list(ctx context.Context, roots []string) (map[string]treeEntry, error) {
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: append([]string{"/proc/self/exe", "shim-tree"}, roots...), Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: list files: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("phases: list files: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	return parseTree(string(res.Output))
+}
+
+// tracked maps each tracked file of the work tree that differs from HEAD
+// to a digest of its content (its mode and type too), as root with git's
+// hooks and monitor off.
+func (p *phaser) tracked(ctx context.Context) (map[string]string, error) {
+	prog := `git -c safe.directory='*' -c core.quotePath=false diff HEAD --no-ext-diff --no-textconv --name-only -z | ` +
+		`while IFS= read -r -d '' f; do printf '%s\t%s\n' "$f" "$( { stat -c '%F %a' -- "$f" 2>/dev/null; cat -- "$f" 2>/dev/null; } | sha256sum)"; done`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Cwd: p.dir, Env: gitHardening, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: list changed tracked files: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("phases: list changed tracked files: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	m := map[string]string{}
+	for _, l := range strings.Split(strings.TrimRight(string(res.Output), "\n"), "\n") {
+		if f, digest, ok := strings.Cut(l, "\t"); ok {
+			m[f] = digest
+		}
+	}
+	return m, nil
+}
+
+// restoreState turns what the setup's trailer saved into a prologue that
+// puts the state back silently, and turns tracing back on last when it
+// was on. extra is added to the silent part.
+func restoreState(saved, extra string) string {
+	var b strings.Builder
+	b.WriteString("{\n")
+	xtrace := false
+	for _, l := range strings.Split(saved, "\n") {
+		if f, ok := strings.CutPrefix(l, "#flags "); ok {
+			xtrace = strings.Contains(f, "x")
+			continue
+		}
+		if l == "set -o xtrace" || l == "set +o xtrace" {
+			continue
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	if extra != "" {
+		b.WriteString(extra + "\n")
+	}
+	b.WriteString("} >/dev/null 2>&1\n")
+	if xtrace {
+		b.WriteString("set -x\n")
+	}
+	return b.String()
+}
+
+// grantScript gives the grading user what the install step writes.
+func grantScript(dir, home string, sitePkgs, scripts []string) string {
+	var b strings.Builder
+	u := GradingUser
+	uid, gid, _ := strings.Cut(u, ":")
+	fmt.Fprintf(&b, "set -e\n")
+	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/passwd || printf '%%s\\n' '%[1]s:x:%[2]s:%[3]s:swerve grading user:%[4]s:/bin/false' >>/etc/passwd\n", GradingUserName, uid, gid, home)
+	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/group || printf '%%s\\n' '%[1]s:x:%[2]s:' >>/etc/group\n", GradingUserName, gid)
+	fmt.Fprintf(&b, "chown %s %s\n", u, shq(home))
+	// The work tree's directories, and its untracked and ignored files
+	// (build output), are the grading user's; tracked files and .git stay
+	// root's (chown would copy every file up in an overlay filesystem:
+	// 20 s for django). The grading user can still replace a tracked file
+	// through its directory: the check compares them. -h: a symbolic link
+	// is the link's, never its target's.
+	fmt.Fprintf(&b, "find %[1]s -path %[2]s -prune -o -type d -exec chown -h %[3]s {} +\n", shq(dir), shq(path.Join(dir, ".git")), u)
+	fmt.Fprintf(&b, "git -c safe.directory='*' -C %s ls-files -o -z | (cd %s && xargs -0r chown -h %s)\n", shq(dir), shq(dir), u)
+	// pip stashes site-packages whole, by renaming it, when everything in
+	// it is the project's: its parent is the grading user's too.
+	for _, d := range append(append(parents(sitePkgs), sitePkgs...), scripts...) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown %[2]s %[1]s; fi\n", shq(d), u)
+	}
+	for _, d := range sitePkgs {
+		fmt.Fprintf(&b, "if [ -d %s ]; then (cd %s && for f in __editable__* *.egg-link easy-install.pth; do if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then chown %s \"$f\"; fi; done; "+
+			"for f in __editable__.*.pth; do n=${f#__editable__.}; n=${n%%.pth}; if [ -d \"$n.dist-info\" ] && [ ! -L \"$n.dist-info\" ]; then chown -hR %s \"$n.dist-info\"; fi; done; "+
+			// pip removes the finder's compiled copy when it uninstalls.
+			"if [ -d __pycache__ ] && [ ! -L __pycache__ ]; then chown %s __pycache__; for f in __pycache__/__editable__*; do if [ -f \"$f\" ] && [ ! -L \"$f\" ]; then chown %s \"$f\"; fi; done; fi); fi\n", shq(d), shq(d), u, u, u, u)
+	}
+	return b.String()
+}
+
+// revokeScript takes the environment's directories back, empties the
+// grading user's home, and takes .git back: the root phases' git reads it.
+func revokeScript(dir, home string, sitePkgs, scripts []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "set -e\n")
+	for _, d := range append(append(parents(sitePkgs), sitePkgs...), scripts...) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(d))
+	}
+	for _, d := range sitePkgs {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(path.Join(d, "__pycache__")))
+	}
+	fmt.Fprintf(&b, "find %s -mindepth 1 -delete\n", shq(home))
+	// git refuses a work tree its user does not own.
+	fmt.Fprintf(&b, "chown 0:0 %s\n", shq(dir))
+	return b.String()
+}
+
+// lockScript makes the test files root's and read-only, and every
+// directory from the work tree down to them root's, sticky and writable by
+// all: the tests can still create files there, but cannot remove, rename
+// or rewrite what the grader put there.
+func lockScript(dir string, files []string) string {
+	var b strings.Builder
+	dirs := map[string]bool{dir: true}
+	for _, f := range files {
+		full := path.Join(dir, f)
+		if !strings.HasPrefix(full, dir+"/") {
+			continue
+		}
+		fmt.Fprintf(&b, "if [ -e %[1]s ] || [ -L %[1]s ]; then chown -h 0:0 %[1]s; if [ ! -L %[1]s ]; then chmod go-w %[1]s; fi; fi\n", shq(full))
+		for d := path.Dir(full); d != dir && strings.HasPrefix(d, dir+"/"); d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	for _, d := range sortedKeys(dirs) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s && chmod 1777 %[1]s; fi\n", shq(d))
+	}
+	b.WriteString("true\n")
+	return b.String()
+}
+
+// parents are the directories that hold dirs.
+func parents(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if p := path.Dir(d); !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
