@@ -138,7 +138,8 @@ code 3 (no verdict).
 For one task stdout is a JSON object, the verdict first:
   {"instance_id", "reward", "resolved", "reason", "tampered": [findings],
    "tamper": mode (not for --log), "grader", "sealed", "anchored",
-   "canaries", "exit_code", "apply_failed", "timed_out",
+   "canaries", "canary_kind", "phases", "exit_code" (when a script ran),
+   "apply_failed", "timed_out",
    "report": the grader's own result, untouched (SWE-bench: report.json)}
 reward, resolved and reason are swerve's: under --tamper zero a finding
 makes them 0, false, "tampered: <what>", while "report" keeps the official
@@ -315,14 +316,20 @@ type verdict struct {
 	Tampered []string `json:"tampered"`
 	// Tamper is the --tamper mode the verdict was given under; absent for
 	// a log (no tamper check reads one).
-	Tamper      tamper.Mode `json:"tamper,omitempty"`
-	Grader      task.Grader `json:"grader"`
-	Sealed      bool        `json:"sealed"`
-	Anchored    bool        `json:"anchored"`
-	Canaries    string      `json:"canaries,omitempty"`
-	ExitCode    int         `json:"exit_code"`
-	ApplyFailed bool        `json:"apply_failed,omitempty"`
-	TimedOut    bool        `json:"timed_out,omitempty"`
+	Tamper     tamper.Mode `json:"tamper,omitempty"`
+	Grader     task.Grader `json:"grader"`
+	Sealed     bool        `json:"sealed"`
+	Anchored   bool        `json:"anchored"`
+	Canaries   string      `json:"canaries,omitempty"`
+	CanaryKind string      `json:"canary_kind,omitempty"`
+	// Phases says how the eval script ran (swebench: "phased", or
+	// "single phase: <why>").
+	Phases string `json:"phases,omitempty"`
+	// ExitCode is the eval script's own exit status; absent when no
+	// script ran here (--log, a patch that did not apply).
+	ExitCode    *int `json:"exit_code,omitempty"`
+	ApplyFailed bool `json:"apply_failed,omitempty"`
+	TimedOut    bool `json:"timed_out,omitempty"`
 	// Report is the grader's own result: the harness's report.json object
 	// for swebench (its "resolved" is the official verdict, findings or
 	// not), SWE-smith's report, the other graders' result objects.
@@ -333,8 +340,12 @@ func newVerdict(res *grader.Outcome, mode tamper.Mode) verdict {
 	v := verdict{
 		InstanceID: res.InstanceID, Reward: res.Reward, Resolved: res.Resolved, Reason: res.Reason,
 		Tampered: res.Tampered, Tamper: mode, Grader: res.Grader, Sealed: res.Sealed, Anchored: res.Anchored,
-		Canaries: res.Canaries, ExitCode: res.ExitCode, ApplyFailed: res.ApplyFailed, TimedOut: res.TimedOut,
-		Report: res.Report,
+		Canaries: res.Canaries, CanaryKind: res.CanaryKind, Phases: res.Phases,
+		ApplyFailed: res.ApplyFailed, TimedOut: res.TimedOut, Report: res.Report,
+	}
+	if res.ExitCode >= 0 {
+		code := res.ExitCode
+		v.ExitCode = &code
 	}
 	if v.Tampered == nil {
 		v.Tampered = []string{}
