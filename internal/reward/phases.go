@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
@@ -59,11 +59,11 @@ type phasePlan struct {
 }
 
 var (
-	applyHeredoc = regexp.MustCompile(`^git apply\b[^<]*<<-?\s*(['"]?)([A-Za-z0-9_]+)(['"]?)\s*$`)
-	resetLine    = regexp.MustCompile(`^git checkout [0-9a-f]{7,40}( [^\s;&|<>$` + "`" + `]+)+$`)
-	diffLine     = regexp.MustCompile(`^git (-c \S+ )*diff\b`)
-	errexitLine  = regexp.MustCompile(`(^|[;&|]\s*)set\s+-[a-zA-Z]*e|errexit`)
-	assignOnly   = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=\S*$`)
+	applyHeredoc = lazyre.New(`^git apply\b[^<]*<<-?\s*(['"]?)([A-Za-z0-9_]+)(['"]?)\s*$`)
+	resetLine    = lazyre.New(`^git checkout [0-9a-f]{7,40}( [^\s;&|<>$` + "`" + `]+)+$`)
+	diffLine     = lazyre.New(`^git (-c \S+ )*diff\b`)
+	errexitLine  = lazyre.New(`(^|[;&|]\s*)set\s+-[a-zA-Z]*e|errexit`)
+	assignOnly   = lazyre.New(`^[A-Za-z_][A-Za-z0-9_]*(\[[^]]*\])?\+?=\S*$`)
 )
 
 // stateWords are the commands that change the shell's own state, which a

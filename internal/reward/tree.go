@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // treeEntry is one line of the in-box helper's file listing (shim-tree).
@@ -76,7 +77,7 @@ type treeRules struct {
 
 // editableName matches the names an editable install of project NAME
 // writes into site-packages, with NAME in the first group that is set.
-var editableName = regexp.MustCompile(`^(?:__editable__\.(.+?)-[^-]*\.pth|__editable___(.+?)_[0-9][0-9A-Za-z_]*_finder\.py|(.+?)\.egg-link|(.+?)-[^-]*\.dist-info|(.+?)\.egg-info)$`)
+var editableName = lazyre.New(`^(?:__editable__\.(.+?)-[^-]*\.pth|__editable___(.+?)_[0-9][0-9A-Za-z_]*_finder\.py|(.+?)\.egg-link|(.+?)-[^-]*\.dist-info|(.+?)\.egg-info)$`)
 
 // projectOf is the normalised project name an editable-install file is
 // for, or "".

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -63,7 +63,7 @@ find / -xdev \( -path /proc -o -path /sys -o -path "$repo" \) -prune -o \
 echo end
 `
 
-var safeName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+var safeName = lazyre.New(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // ProjectName is the package name the audit looks for: the repository's
 // name ("django/django" → "django"), or "" when it is not a plain name.
