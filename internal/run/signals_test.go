@@ -51,7 +51,9 @@ func TestRunRecordsSignals(t *testing.T) {
 			return llm.NewScripted("replay/snoop", []llm.Message{bash("git reflog | head -3"), bash("ls"), bash("cat /eval.sh 2>/dev/null; git stash list"), submit})
 		},
 		failed: func() llm.Client { return &thenFail{replies: []llm.Message{bash("git log --all --oneline | head")}} },
-		clean:  func() llm.Client { return llm.NewScripted("replay/clean", []llm.Message{bash("git log --oneline -3 && git status"), submit}) },
+		clean: func() llm.Client {
+			return llm.NewScripted("replay/clean", []llm.Message{bash("git log --oneline -3 && git status"), submit})
+		},
 	}
 	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
 	o.NewModel = func(s *agent.Scaffold, tk *task.Task, wd string, mode agent.Mode) (llm.Client, error) {
