@@ -224,8 +224,10 @@ func (a *Auditor) pathKinds(p string, read bool) []Kind {
 }
 
 var (
-	// A grader's path, standing alone (not /testbed/tests).
-	gradingPath = regexp.MustCompile(`(^|[\s'"=:<>(]|\$\()(/eval\.sh|/tests|/r2e_tests|/logs/verifier|/run_tests\.sh)(\b|/|$)`)
+	// A grader's path, standing alone (not /testbed/tests), and ending as
+	// a path does: a quote right after its slash ('/tests/') is a search
+	// pattern (grep -v '/tests/'), not a path.
+	gradingPath = regexp.MustCompile(`(^|[\s'"=:<>(]|\$\()(/eval\.sh|/tests|/r2e_tests|/logs/verifier|/run_tests\.sh)($|[\s;|&)<>'"]|/$|/[\s;|&)<>]|/[^'"\s;|&)<>])`)
 	helperPath  = regexp.MustCompile(`/proc/1(/|\b)|(^|[^\w.])/\.swerve(/|\b)|oom_score_adj|/proc/[0-9]+/(mem|environ|root|cwd)\b`)
 	gitPath     = regexp.MustCompile(`\.git/(objects|packed-refs|refs|logs|ORIG_HEAD|FETCH_HEAD|lost-found)\b`)
 	// git flags and refs that name history past HEAD.
