@@ -299,33 +299,33 @@ type Line struct {
 	agent.Bounds
 	// MaxLLMTime is 0: swerve's agent puts no bound of its own on a model
 	// call (the provider's timeout does).
-	MaxLLMTime     int            `json:"max_llm_time"`
-	ExitReason     string         `json:"exit_reason"`
-	OutputPatch    string         `json:"output_patch"`
-	Reward         float64        `json:"reward"`
-	RewardCalcTime float64        `json:"reward_calc_time"`
-	TestOutput     string         `json:"test_output"`
-	History        []llm.Message  `json:"history"`
-	CustomTests    map[string]any `json:"custom_test_outputs"`
-	Reproduction   []int          `json:"reproduction_test_scores"`
-	InstanceID     string         `json:"instance_id"`
-	Scaffold       string         `json:"scaffold"`
-	Mode           string         `json:"mode"`
-	Model          string         `json:"model"`
-	Offline        bool           `json:"offline,omitempty"`
-	SwerveExit     string         `json:"swerve_exit_reason"`
+	MaxLLMTime     int             `json:"max_llm_time"`
+	ExitReason     string          `json:"exit_reason"`
+	OutputPatch    string          `json:"output_patch"`
+	Reward         float64         `json:"reward"`
+	RewardCalcTime float64         `json:"reward_calc_time"`
+	TestOutput     string          `json:"test_output"`
+	History        []llm.Message   `json:"history"`
+	CustomTests    map[string]any  `json:"custom_test_outputs"`
+	Reproduction   []int           `json:"reproduction_test_scores"`
+	InstanceID     string          `json:"instance_id"`
+	Scaffold       string          `json:"scaffold"`
+	Mode           string          `json:"mode"`
+	Model          string          `json:"model"`
+	Offline        bool            `json:"offline,omitempty"`
+	SwerveExit     string          `json:"swerve_exit_reason"`
+	ExitDetail     string          `json:"exit_detail,omitempty"`
+	RewardReason   string          `json:"reward_reason"`
+	TestTimeout    bool            `json:"test_timeout"`
+	TokenUsage     TokenUsage      `json:"token_usage"`
+	Cost           float64         `json:"cost"`
+	TotalTime      float64         `json:"total_time"`
+	Tools          []llm.Tool      `json:"tools,omitempty"`
+	Config         map[string]any  `json:"config,omitempty"`
+	Report         json.RawMessage `json:"report,omitempty"`
 	// Signals counts the audit flags by kind (swerve's field; the steps
 	// list each flag).
-	Signals      map[string]int  `json:"signals,omitempty"`
-	ExitDetail   string          `json:"exit_detail,omitempty"`
-	RewardReason string          `json:"reward_reason"`
-	TestTimeout  bool            `json:"test_timeout"`
-	TokenUsage   TokenUsage      `json:"token_usage"`
-	Cost         float64         `json:"cost"`
-	TotalTime    float64         `json:"total_time"`
-	Tools        []llm.Tool      `json:"tools,omitempty"`
-	Config       map[string]any  `json:"config,omitempty"`
-	Report       json.RawMessage `json:"report,omitempty"`
+	Signals map[string]int `json:"signals,omitempty"`
 }
 
 // AgentArgs is a line's agent_args, in the shape of upstream's: the
