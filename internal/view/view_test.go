@@ -417,3 +417,28 @@ func TestEachStepEdges(t *testing.T) {
 		t.Errorf("withoutSteps: %s %v", small, err)
 	}
 }
+
+// TestGymRowSignals: a swerve serve row's metadata carries the audit's
+// counts (the table's filter) and flags (the task page).
+func TestGymRowSignals(t *testing.T) {
+	row := []byte(`{"instance_id":"x__y-1","reward":0,"response":{"model":"policy","output":[]},"metadata":{"exit_reason":"submitted","steps":3,` +
+		`"signals":{"network":1,"helper":1},"signal_flags":[{"step":0,"kind":"network","command":"curl http://x"},{"step":2,"kind":"helper","command":"kill -9 1"}]}}`)
+	s, err := summarize(FormatGym, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Signals != 2 {
+		t.Errorf("summary signals %d, want 2", s.Signals)
+	}
+	d, err := detail(FormatGym, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Flag{{0, "network", "curl http://x"}, {2, "helper", "kill -9 1"}}; !reflect.DeepEqual(d.Flags, want) {
+		t.Errorf("page flags %+v, want %+v", d.Flags, want)
+	}
+	q := Query{Signals: true}
+	if !q.match(&s) || q.match(&Summary{}) {
+		t.Errorf("the has-signals filter does not tell the row from a clean one")
+	}
+}
