@@ -15,6 +15,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/stop"
@@ -160,6 +161,9 @@ type Step struct {
 	OutputTokens int       `json:"token_usage_completion"`
 	TotalTokens  int       `json:"token_usage_total"`
 	Retries      int       `json:"llm_retries,omitempty"`
+	// Signals are the audit's flags for the step's calls (see package
+	// signals); they never change the reward.
+	Signals []signals.Flag `json:"signals,omitempty"`
 	// Times in seconds.
 	LLMTime   float64 `json:"llm_exec_time"`
 	EnvTime   float64 `json:"env_exec_time"`
@@ -320,6 +324,18 @@ type Trajectory struct {
 	Started    time.Time `json:"started"`
 }
 
+// Signals are the audit flags of every step, in order.
+func (t *Trajectory) Signals() []signals.Flag {
+	if t == nil {
+		return nil
+	}
+	var out []signals.Flag
+	for _, s := range t.Steps {
+		out = append(out, s.Signals...)
+	}
+	return out
+}
+
 // NumSteps is the number of model calls made.
 func (t *Trajectory) NumSteps() int { return len(t.Steps) }
 
@@ -348,6 +364,7 @@ func Run(ctx context.Context, opts Options) (*Trajectory, error) {
 	if r.opts.Workdir == "" {
 		r.opts.Workdir = "/testbed"
 	}
+	r.audit = signals.New(r.opts.Workdir, opts.Task.TestPatch)
 	r.env = &Env{Box: opts.Box, Workdir: r.opts.Workdir, StepTimeout: r.lim.StepTimeout, ExtraEnv: opts.Env, Task: opts.Task}
 	r.traj = &Trajectory{
 		InstanceID: opts.Task.InstanceID,
@@ -375,6 +392,7 @@ type runner struct {
 	tools []llm.Tool
 	start time.Time
 
+	audit     *signals.Auditor
 	msgs      []llm.Message
 	ctxTokens int // the conversation's size as of the last call, plus what was added since
 	base      string
@@ -640,6 +658,9 @@ func (r *runner) finishStep(step *Step, stepStart time.Time) {
 	step.TotalTime = time.Since(r.start).Seconds()
 	if step.Info == nil {
 		step.Info = map[string]any{"total_time": step.EnvTime}
+	}
+	for _, c := range step.Calls {
+		step.Signals = append(step.Signals, r.audit.Call(step.Index, c.Name, c.Args)...)
 	}
 	r.traj.Steps = append(r.traj.Steps, *step)
 	if r.opts.OnStep != nil {

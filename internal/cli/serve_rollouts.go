@@ -241,6 +241,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		}
 		res.Input, res.Output = serve.FromChat(tr.Messages, tokens)
 		res.Steps = len(tr.Steps)
+		res.Signals = tr.Signals()
 		var u llm.Usage
 		for _, s := range tr.Steps {
 			u = u.Add(s.Usage)

@@ -61,6 +61,8 @@ type Metadata struct {
 	RewardReason     string     `json:"reward_reason"`
 	Model            string     `json:"model"`
 	Offline          bool       `json:"offline,omitempty"`
+	// Signals counts the trajectory's audit flags by kind.
+	Signals map[string]int `json:"signals,omitempty"`
 	// Standing says whether the task was graded, or failed outside the
 	// model: its reward is then no result (see Record).
 	Standing
@@ -157,7 +159,7 @@ func writeTask(trajDir string, rec *Record) error {
 		InstanceID: rec.InstanceID, DockerImage: rec.DockerImage, Repo: rec.Repo, IssueNumber: issueNumber(recordDS(rec)),
 		Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		ExitReason: rec.UpstreamExitReason, SwerveExitReason: rec.ExitReason, ExpName: rec.ExpName, TestTimeout: rec.TestTimeout,
-		TokenUsage: usageOf(rec), Model: rec.Model, Offline: rec.Offline,
+		TokenUsage: usageOf(rec), Model: rec.Model, Offline: rec.Offline, Signals: rec.Signals,
 		Standing: rec.Standing,
 	}
 	mj, err := json.MarshalIndent(meta, "", "  ")
@@ -321,6 +323,9 @@ type Line struct {
 	Tools          []llm.Tool      `json:"tools,omitempty"`
 	Config         map[string]any  `json:"config,omitempty"`
 	Report         json.RawMessage `json:"report,omitempty"`
+	// Signals counts the audit flags by kind (swerve's field; the steps
+	// list each flag).
+	Signals map[string]int `json:"signals,omitempty"`
 }
 
 // AgentArgs is a line's agent_args, in the shape of upstream's: the
@@ -340,7 +345,7 @@ type AgentArgs struct {
 func lineOf(rec *Record, testOutput string) Line {
 	l := Line{
 		InstanceID: rec.InstanceID, DockerImage: rec.DockerImage, ExpName: rec.ExpName, Scaffold: rec.Scaffold, Mode: rec.Mode,
-		Model: rec.Model, Offline: rec.Offline, ExitReason: upstreamExit(rec), SwerveExit: rec.ExitReason, ExitDetail: rec.ExitDetail,
+		Model: rec.Model, Offline: rec.Offline, ExitReason: upstreamExit(rec), SwerveExit: rec.ExitReason, ExitDetail: rec.ExitDetail, Signals: rec.Signals,
 		OutputPatch: rec.Patch, Reward: rec.Reward, RewardReason: rec.RewardReason, RewardCalcTime: rec.RewardCalcTime,
 		TestTimeout: rec.TestTimeout, TokenUsage: usageOf(rec), Config: rec.Config, Report: rec.Report,
 		ProblemStatement: rec.ProblemStatement, TrajectorySteps: []agent.Step{}, TestOutput: testOutput,
@@ -394,6 +399,10 @@ type RewardSummary struct {
 	GivenUp IDs      `json:"given_up"`
 	Models  []string `json:"models"`
 	Offline bool     `json:"offline,omitempty"`
+	// Signals sums the tasks' audit flags by kind, errors included;
+	// SignalIDs lists the tasks with any. Absent when no task has one.
+	Signals   map[string]int `json:"signals,omitempty"`
+	SignalIDs *IDs           `json:"signal_ids,omitempty"`
 }
 
 // IDs counts instance ids.
@@ -481,6 +490,17 @@ func WriteAggregates(trajDir, expName string) (*RewardSummary, error) {
 		sum.Tokens.ConversationTotal += u.ConversationTotal
 		sum.Tokens.Estimated = sum.Tokens.Estimated || u.Estimated
 		sum.Offline = sum.Offline || rec.Offline
+		if len(rec.Signals) > 0 {
+			// Errors included: a flag stands whatever the outcome.
+			if sum.Signals == nil {
+				sum.Signals, sum.SignalIDs = map[string]int{}, &IDs{InstanceIDs: []string{}}
+			}
+			for k, n := range rec.Signals {
+				sum.Signals[k] += n
+			}
+			sum.SignalIDs.Count++
+			sum.SignalIDs.InstanceIDs = append(sum.SignalIDs.InstanceIDs, id)
+		}
 		if !models[rec.Model] {
 			models[rec.Model] = true
 			sum.Models = append(sum.Models, rec.Model)

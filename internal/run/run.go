@@ -57,6 +57,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
@@ -213,6 +214,9 @@ type Record struct {
 	// base commit (package history).
 	History     *history.Proof `json:"history,omitempty"`
 	TestTimeout bool           `json:"test_timeout"`
+	// Signals counts the trajectory's audit flags by kind (package
+	// signals; each step lists its own); recorded whatever the outcome.
+	Signals map[string]int `json:"signals,omitempty"`
 
 	// ExitReason is why the episode ended, in swerve's closed set
 	// (agent.ExitReasons); UpstreamExitReason the same in upstream's names
@@ -652,6 +656,7 @@ func (r *runner) episode(ctx context.Context, t *task.Task) (*Record, error) {
 	}
 	rec.Offline = res.Offline
 	rec.Trajectory = res.Trajectory
+	rec.Signals = signals.Counts(res.Trajectory.Signals())
 	rec.History = res.History
 	rec.ExitReason, rec.ExitDetail, rec.Patch = string(res.ExitReason), res.ExitDetail, res.Patch
 	rec.setGrade(res)

@@ -1,5 +1,7 @@
 package serve
 
+import "github.com/swerve-dev/swerve/internal/agent/signals"
+
 // metrics are the server's Prometheus series, on a registry of their own
 // (one per Server, so tests can run several).
 type metrics struct {
@@ -10,6 +12,7 @@ type metrics struct {
 	rejected  *counterVec // reason: queue_full, draining
 	rewardSum *value
 	exits     *counterVec // exit_reason
+	signals   *counterVec // kind: the audit's flags
 	boxOpen   *histogram
 	grade     *histogram
 	total     *histogram
@@ -33,6 +36,7 @@ func newMetrics() *metrics {
 		rejected:  newCounterVec("swerve_rollouts_rejected_total", "Requests refused before running, by reason.", "reason"),
 		rewardSum: newCounter("swerve_reward_sum_total", "Sum of the rewards of finished rollouts."),
 		exits:     newCounterVec("swerve_exit_reasons_total", "Finished rollouts by the agent's exit reason.", "exit_reason"),
+		signals:   newCounterVec("swerve_signals_total", "Audit flags raised in finished rollouts' trajectories, by kind.", "kind"),
 		boxOpen:   newHistogram("swerve_box_open_seconds", "Time to open a task's box.", secs),
 		grade:     newHistogram("swerve_grade_seconds", "Time to grade a patch in a fresh box.", secs),
 		total:     newHistogram("swerve_rollout_seconds", "Wall time of a whole rollout, queue excluded.", secs),
@@ -43,7 +47,10 @@ func newMetrics() *metrics {
 	for _, r := range []string{"queue_full", "draining"} {
 		m.rejected.WithLabelValues(r)
 	}
-	m.reg.add(m.running, m.queued, m.finished, m.rejected, m.rewardSum, m.exits, m.boxOpen, m.grade, m.total)
+	for _, k := range signals.Kinds {
+		m.signals.WithLabelValues(string(k))
+	}
+	m.reg.add(m.running, m.queued, m.finished, m.rejected, m.rewardSum, m.exits, m.signals, m.boxOpen, m.grade, m.total)
 	return m
 }
 
@@ -58,6 +65,9 @@ func (m *metrics) observe(res *RolloutResult, outcome string) {
 	}
 	if res.ExitReason != "" {
 		m.exits.WithLabelValues(res.ExitReason).Inc()
+	}
+	for _, f := range res.Signals {
+		m.signals.WithLabelValues(string(f.Kind)).Inc()
 	}
 	if res.Timings.BoxOpen > 0 {
 		m.boxOpen.Observe(res.Timings.BoxOpen)

@@ -25,7 +25,7 @@ func TestMetricsParse(t *testing.T) {
 		t.Fatalf("unparsable exposition: %v\n%s", err, rec.Body.String())
 	}
 	for _, name := range []string{"swerve_rollouts_running", "swerve_rollouts_queued", "swerve_rollouts_finished_total", "swerve_rollouts_rejected_total",
-		"swerve_reward_sum_total", "swerve_exit_reasons_total", "swerve_box_open_seconds", "swerve_grade_seconds", "swerve_rollout_seconds",
+		"swerve_reward_sum_total", "swerve_exit_reasons_total", "swerve_signals_total", "swerve_box_open_seconds", "swerve_grade_seconds", "swerve_rollout_seconds",
 		"go_goroutines", "process_resident_memory_bytes"} {
 		if fams[name] == nil {
 			t.Errorf("no %s", name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -81,6 +82,9 @@ type RolloutResult struct {
 	// History is the proof that the agent's box held nothing past the
 	// base commit (package history), as JSON.
 	History json.RawMessage
+	// Signals are the audit's flags for the trajectory (package signals),
+	// kept whatever the outcome; they never change the reward.
+	Signals []signals.Flag
 
 	// InfraError, when set, is the kind of infrastructure failure (box,
 	// image, engine, provider, grader, disk) that kept this rollout from a

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 )
 
 // Defaults, with Gym's names where Gym has the setting.
@@ -463,6 +465,10 @@ func buildRow(req *RolloutRequest, res *RolloutResult) Row {
 	}
 	if len(res.History) > 0 {
 		meta["history"] = res.History
+	}
+	if len(res.Signals) > 0 {
+		meta["signals"] = signals.Counts(res.Signals)
+		meta["signal_flags"] = res.Signals
 	}
 	if res.InfraError != "" {
 		infra := map[string]string{"kind": res.InfraError, "detail": res.InfraDetail}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/run"
 )
@@ -91,6 +92,11 @@ func genRun(tb testing.TB, dir string, n int, steps func(i int) int) {
 			rec.RewardReason = "FAIL_TO_PASS failed: 1"
 			status = map[string]any{"FAIL_TO_PASS": map[string][]string{"success": {}, "failure": {f2p}}, "PASS_TO_PASS": map[string][]string{"success": {}, "failure": {p2p}}}
 			testOut += "FAILED " + f2p + " - AssertionError: assert None == 0\nFAILED " + p2p + " - IndexError\n===== 2 failed in 0.12s =====\n"
+		}
+		if i == 8 && len(traj.Steps) > 1 {
+			// An audit flag on step 1.
+			traj.Steps[1].Signals = []signals.Flag{{Step: 1, Kind: signals.GitHistory, Command: "git log --all --oneline"}}
+			rec.Signals = signals.Counts(traj.Signals())
 		}
 		if i == 5 {
 			rec.Reward, rec.RewardReason, rec.Tampered = 0, "tampered: the patch edits test infrastructure (conftest.py)", []string{"the patch edits test infrastructure (conftest.py)"}

@@ -49,6 +49,9 @@ type Summary struct {
 	// only; zero elsewhere).
 	Started, Finished time.Time
 	Tampered          bool
+	// Signals counts the audit's flags on the trajectory (package
+	// signals; swerve's rows only).
+	Signals int
 
 	// where the task's row is: file, and for a JSONL file the byte range of
 	// its line.
@@ -89,10 +92,19 @@ type Detail struct {
 	FailF2P, FailP2P []string
 	PassF2P, PassP2P []string
 	Report           json.RawMessage
-	Steps            []Step
+	// Flags are the audit's flags, step by step.
+	Flags []Flag
+	Steps []Step
 	// Raw are the task's files, relative to the run directory, that the
 	// page links to.
 	Raw []string
+}
+
+// Flag is one audit flag: the step, what it reached for, and the command.
+type Flag struct {
+	Step    int    `json:"step"`
+	Kind    string `json:"kind"`
+	Command string `json:"command"`
 }
 
 // Step is one model turn and what came of it.
@@ -109,6 +121,8 @@ type Step struct {
 	PromptTok   int
 	OutputTok   int
 	TotalTok    int
+	// Signals are the audit's flags for the step's calls.
+	Signals []Flag
 }
 
 // Kind names the step for the page: "submit", "format-error", "action" or

@@ -46,11 +46,31 @@ type rawStep struct {
 	Total       int     `json:"token_usage_total"`
 	LLMTime     float64 `json:"llm_exec_time"`
 	EnvTime     float64 `json:"env_exec_time"`
+	Signals     []Flag  `json:"signals"`
+}
+
+// stepFlags are the audit flags of steps, in order.
+func stepFlags(steps []rawStep) []Flag {
+	var out []Flag
+	for _, s := range steps {
+		out = append(out, s.Signals...)
+	}
+	return out
+}
+
+// signalCount sums a row's signal counts by kind.
+func signalCount(m map[string]int) int {
+	n := 0
+	for _, c := range m {
+		n += c
+	}
+	return n
 }
 
 func (r rawStep) step() Step {
 	return Step{Index: r.Index, Thought: r.Thought, Reasoning: r.Reasoning, Action: r.Action, Observation: r.Observation,
-		FormatError: r.FormatError, Done: r.Done, LLMTime: r.LLMTime, EnvTime: r.EnvTime, PromptTok: r.Prompt, OutputTok: r.Completion, TotalTok: r.Total}
+		FormatError: r.FormatError, Done: r.Done, LLMTime: r.LLMTime, EnvTime: r.EnvTime, PromptTok: r.Prompt, OutputTok: r.Completion, TotalTok: r.Total,
+		Signals: r.Signals}
 }
 
 // countOnly decodes a JSON array to its length without keeping its items:
@@ -109,6 +129,7 @@ type swerveRow struct {
 	SwerveExit   string          `json:"swerve_exit_reason"`
 	ExitDetail   string          `json:"exit_detail"`
 	RewardReason string          `json:"reward_reason"`
+	Signals      map[string]int  `json:"signals"`
 	Cost         float64         `json:"cost"`
 	TotalTime    float64         `json:"total_time"`
 	DS           json.RawMessage `json:"ds"`
@@ -137,7 +158,7 @@ type swerveDetailRow struct {
 func (r *swerveRow) summary(turns int) Summary {
 	s := Summary{InstanceID: r.InstanceID, Scaffold: r.Scaffold, Model: r.Model, Status: "graded", Reward: r.Reward,
 		ExitReason: r.ExitReason, Turns: turns, Tokens: r.TokenUsage.Total, Cost: r.Cost, Seconds: r.TotalTime,
-		Tampered: strings.HasPrefix(r.RewardReason, "tampered")}
+		Tampered: strings.HasPrefix(r.RewardReason, "tampered"), Signals: signalCount(r.Signals)}
 	if s.Model == "" {
 		s.Model = r.AgentArgs.LLMName
 	}
@@ -161,6 +182,7 @@ type recordRow struct {
 	Reward       float64         `json:"reward"`
 	RewardReason string          `json:"reward_reason"`
 	Tampered     []string        `json:"tampered"`
+	Signals      map[string]int  `json:"signals"`
 	ExitReason   string          `json:"exit_reason"`
 	SwerveExit   string          `json:"swerve_exit_reason"`
 	ExitDetail   string          `json:"exit_detail"`
@@ -198,7 +220,7 @@ type recordDetailRow struct {
 func (r *recordRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Scaffold: r.Scaffold, Model: r.Model, Status: "graded", Reward: r.Reward,
 		ExitReason: r.ExitReason, Tampered: len(r.Tampered) > 0 || strings.HasPrefix(r.RewardReason, "tampered"),
-		Started: r.Started, Finished: r.Finished}
+		Started: r.Started, Finished: r.Finished, Signals: signalCount(r.Signals)}
 	if r.ExitReason == "" {
 		s.ExitReason = r.SwerveExit
 	}
@@ -222,6 +244,8 @@ type gymRow struct {
 		ExitReason string          `json:"exit_reason"`
 		Steps      int             `json:"steps"`
 		Report     json.RawMessage `json:"eval_report"`
+		Signals    map[string]int  `json:"signals"`
+		Flags      []Flag          `json:"signal_flags"`
 		Timings    struct {
 			Total float64 `json:"total_seconds"`
 		} `json:"timings"`
@@ -271,7 +295,7 @@ func (it *gymItem) text() string {
 
 func (r *gymRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Model: r.Response.Model, Status: "graded", Reward: r.Reward,
-		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Scaffold: "gym"}
+		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Scaffold: "gym", Signals: signalCount(r.Metadata.Signals)}
 	if s.Repo == "" {
 		s.Repo = r.Metadata.Repo
 	}
@@ -550,6 +574,7 @@ func detail(format string, row []byte) (*Detail, error) {
 		for _, s := range r.Steps {
 			d.Steps = append(d.Steps, s.step())
 		}
+		d.Flags = stepFlags(r.Steps)
 	case FormatRecord:
 		var r recordDetailRow
 		if err := json.Unmarshal(row, &r); err != nil {
@@ -562,6 +587,7 @@ func detail(format string, row []byte) (*Detail, error) {
 			for _, s := range t.Steps {
 				d.Steps = append(d.Steps, s.step())
 			}
+			d.Flags = stepFlags(t.Steps)
 		}
 	case FormatGym:
 		var r gymRow
@@ -569,7 +595,7 @@ func detail(format string, row []byte) (*Detail, error) {
 			return nil, err
 		}
 		d.Summary = r.summary()
-		d.Patch, d.Report = r.Metadata.Patch, r.Metadata.Report
+		d.Patch, d.Report, d.Flags = r.Metadata.Patch, r.Metadata.Report, r.Metadata.Flags
 		d.Steps = gymSteps(r.Response.Output)
 		if d.Turns == 0 {
 			d.Turns = len(d.Steps)

@@ -355,6 +355,21 @@ func (r *Run) TaskStream(key string) (*Detail, func(fn func(Step) error) error, 
 		return nil, nil, fmt.Errorf("task %s: %w", key, err)
 	}
 	d.Turns = s.Turns
+	if s.Signals > 0 {
+		// The flags sit in the steps: one more pass, for flagged rows only.
+		rd, err := r.open(&s)
+		if err != nil {
+			return nil, nil, err
+		}
+		err = eachStep(rd, s.format, func(st Step) error {
+			d.Flags = append(d.Flags, st.Signals...)
+			return nil
+		})
+		rd.Close()
+		if err != nil {
+			return nil, nil, fmt.Errorf("task %s: %w", key, err)
+		}
+	}
 	r.finish(d, &s)
 	return d, func(fn func(Step) error) error {
 		rd, err := r.open(&s)

@@ -26,6 +26,8 @@ type Query struct {
 	Offset   int
 	// Changed, on the compare page, keeps only tasks whose reward differs.
 	Changed bool
+	// Signals keeps only tasks with audit flags.
+	Signals bool
 	// Run is the run shown: 0 (A) or 1 (B).
 	Run int
 }
@@ -39,7 +41,7 @@ const (
 // ParseQuery reads a Query from URL values.
 func ParseQuery(v url.Values) Query {
 	q := Query{Q: strings.TrimSpace(v.Get("q")), Outcome: v.Get("outcome"), Exit: v.Get("exit"), Scaffold: v.Get("scaffold"),
-		Repo: v.Get("repo"), Sort: v.Get("sort"), Desc: v.Get("desc") == "1", Changed: v.Get("changed") == "1"}
+		Repo: v.Get("repo"), Sort: v.Get("sort"), Desc: v.Get("desc") == "1", Changed: v.Get("changed") == "1", Signals: v.Get("signals") == "1"}
 	q.Limit, _ = strconv.Atoi(v.Get("limit"))
 	if q.Limit <= 0 {
 		q.Limit = defaultLimit
@@ -70,6 +72,9 @@ func (q Query) Values() url.Values {
 	}
 	if q.Changed {
 		v.Set("changed", "1")
+	}
+	if q.Signals {
+		v.Set("signals", "1")
 	}
 	if q.Run > 0 {
 		v.Set("run", strconv.Itoa(q.Run))
@@ -120,7 +125,7 @@ func (q *Query) match(s *Summary) bool {
 		}
 	}
 	return (q.Outcome == "" || s.Outcome() == q.Outcome) && (q.Exit == "" || s.ExitReason == q.Exit) &&
-		(q.Scaffold == "" || s.Scaffold == q.Scaffold) && (q.Repo == "" || s.Repo == q.Repo)
+		(q.Scaffold == "" || s.Scaffold == q.Scaffold) && (q.Repo == "" || s.Repo == q.Repo) && (!q.Signals || s.Signals > 0)
 }
 
 // sortKey compares two summaries by col.
@@ -195,8 +200,10 @@ func Select(tasks []Summary, q Query) Page {
 // Stats are a run's overview figures.
 type Stats struct {
 	Tasks, Graded, Resolved, Errors, Ungraded, Tampered int
-	Accuracy                                            float64
-	Cost, Seconds                                       float64
+	// Signaled counts the tasks with audit flags, errors included.
+	Signaled      int
+	Accuracy      float64
+	Cost, Seconds float64
 	// Wall is the time from the first task's start to the last one's end,
 	// when the rows say (swerve's records).
 	Wall                    float64
@@ -253,6 +260,9 @@ func Summarize(tasks []Summary) Stats {
 		st.Seconds += t.Seconds
 		st.Tokens += t.Tokens
 		scaffolds[t.Scaffold], repos[t.Repo], exitNames[t.ExitReason] = true, true, true
+		if t.Signals > 0 {
+			st.Signaled++
+		}
 		switch t.Outcome() {
 		case "error":
 			st.Errors++

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -252,13 +253,15 @@ func TestHandlers(t *testing.T) {
 		has    []string
 		hasNot []string
 	}{
-		{"/", 200, []string{`id="wall">59s<`, `id="resolved">8 / 26<`, `id="errors">4<`, "<svg", "demo__calc-0000", "abs_step_limit"}, nil},
+		{"/", 200, []string{`id="wall">59s<`, `id="resolved">8 / 26<`, `id="errors">4<`, `id="signaled">1<`, "<svg", "demo__calc-0000", "abs_step_limit"}, nil},
+		{"/?signals=1", 200, []string{"demo__calc-0008", `class="badge signals"`, `id="f-signals" checked`}, []string{"demo__calc-0000<", "demo__orm-0006"}},
 		{"/?outcome=error", 200, []string{"demo__orm-0006", "box: the box would not open"}, []string{"demo__calc-0000<"}},
 		{"/?sort=tokens&desc=1&limit=2", 200, []string{`href="/?desc=1&amp;limit=2&amp;offset=2&amp;sort=tokens"`}, nil},
 		{"/task?key=demo__calc-0000", 200, []string{`class="step format-error"`, `class="step submit"`, `class="step message"`, `<details class="thinking">`,
 			`<details class="observation">`, `<span class="add">`, `raw/demo__calc-0000/agent.log`}, nil},
 		{"/task?key=demo__http-0001", 200, []string{`<span class="f2p-fail">FAILED tests/test_mod.py::test_empty`, `<span class="p2p-fail">`, `id="failing"`}, nil},
-		{"/task?key=demo__http-0005", 200, []string{`id="tamper"`, "conftest.py"}, nil},
+		{"/task?key=demo__http-0005", 200, []string{`id="tamper"`, "conftest.py"}, []string{`id="signals"`}},
+		{"/task?key=demo__calc-0008", 200, []string{`id="signals"`, `href="#step-1"`, "git_history", "git log --all --oneline"}, nil},
 		{"/task?key=nope", 404, nil, nil},
 		{"/task?key=sample__calc-1&run=1", 200, []string{"sample__calc-1", `class="step submit"`}, nil},
 		{"/?run=1", 200, []string{`id="resolved">2 / 2<`}, nil},
@@ -377,12 +380,12 @@ func TestTaskStreamMatchesTask(t *testing.T) {
 			if err := each(func(st Step) error { steps = append(steps, st); return nil }); err != nil {
 				t.Fatal(err)
 			}
-			if !slices.Equal(steps, whole.Steps) {
+			if !reflect.DeepEqual(steps, whole.Steps) {
 				t.Errorf("%s %s: streamed %d steps, whole %d, or they differ", path, s.Key, len(steps), len(whole.Steps))
 			}
 			whole.Steps = nil
 			if d.Patch != whole.Patch || d.TestOutput != whole.TestOutput || d.RewardReason != whole.RewardReason || d.Summary != whole.Summary ||
-				!slices.Equal(d.FailF2P, whole.FailF2P) || !slices.Equal(d.Tamper, whole.Tamper) || !slices.Equal(d.Raw, whole.Raw) || d.ProblemStatement != whole.ProblemStatement {
+				!slices.Equal(d.FailF2P, whole.FailF2P) || !slices.Equal(d.Tamper, whole.Tamper) || !slices.Equal(d.Flags, whole.Flags) || !slices.Equal(d.Raw, whole.Raw) || d.ProblemStatement != whole.ProblemStatement {
 				t.Errorf("%s %s: streamed page data differs:\n%+v\n%+v", path, s.Key, d.Summary, whole.Summary)
 			}
 		}
@@ -412,5 +415,30 @@ func TestEachStepEdges(t *testing.T) {
 	small, err := withoutSteps(strings.NewReader(`{"a":1, "trajectory":{"cost":2,"messages":[1],"trajectory_steps":[{}]}, "history":[{"x":"y"}], "b":"c"}`))
 	if err != nil || string(small) != `{"a":1,"trajectory":{"cost":2},"b":"c"}` {
 		t.Errorf("withoutSteps: %s %v", small, err)
+	}
+}
+
+// TestGymRowSignals: a swerve serve row's metadata carries the audit's
+// counts (the table's filter) and flags (the task page).
+func TestGymRowSignals(t *testing.T) {
+	row := []byte(`{"instance_id":"x__y-1","reward":0,"response":{"model":"policy","output":[]},"metadata":{"exit_reason":"submitted","steps":3,` +
+		`"signals":{"network":1,"helper":1},"signal_flags":[{"step":0,"kind":"network","command":"curl http://x"},{"step":2,"kind":"helper","command":"kill -9 1"}]}}`)
+	s, err := summarize(FormatGym, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Signals != 2 {
+		t.Errorf("summary signals %d, want 2", s.Signals)
+	}
+	d, err := detail(FormatGym, row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []Flag{{0, "network", "curl http://x"}, {2, "helper", "kill -9 1"}}; !reflect.DeepEqual(d.Flags, want) {
+		t.Errorf("page flags %+v, want %+v", d.Flags, want)
+	}
+	q := Query{Signals: true}
+	if !q.match(&s) || q.match(&Summary{}) {
+		t.Errorf("the has-signals filter does not tell the row from a clean one")
 	}
 }

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 )
 
 // DefaultCookieName is the session cookie of the Gym surface: Gym names it
@@ -292,6 +294,11 @@ func (g *gym) verify(w http.ResponseWriter, r *http.Request, sid string) {
 	set("sandbox_handle", s.ID)
 	if s.History != nil {
 		set("history", s.History)
+	}
+	if f := s.Signals(); len(f) > 0 {
+		// The audit's flags, whatever the outcome.
+		set("signals", signals.Counts(f))
+		set("signal_flags", f)
 	}
 	if v != nil {
 		set("model_patch", v.Patch)

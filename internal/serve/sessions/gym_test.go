@@ -107,6 +107,9 @@ func TestGymRecordedRow(t *testing.T) {
 	if status != 200 || json.Unmarshal(body, &out) != nil || !strings.Contains(out, "1\t") {
 		t.Errorf("editor: %d %s", status, body)
 	}
+	if status, body, _ = c.post("/bash", map[string]any{"command": "cat /eval.sh 2>/dev/null; true"}); status != 200 {
+		t.Errorf("bash: %d %s", status, body)
+	}
 
 	resp := map[string]any{"id": "r1", "object": "response", "created_at": 1767225600, "model": "policy", "output": []any{}, "parallel_tool_calls": true, "tool_choice": "auto", "tools": []any{}}
 	vbody := map[string]any{}
@@ -127,6 +130,9 @@ func TestGymRecordedRow(t *testing.T) {
 	}
 	if _, ok := v["timings"].(map[string]any); !ok {
 		t.Errorf("no timings: %v", v)
+	}
+	if sig, _ := v["signals"].(map[string]any); len(sig) != 1 || sig["grading_path"] != 1.0 {
+		t.Errorf("verify signals: %v, want the read of /eval.sh", v["signals"])
 	}
 	// The box is closed after verify; the session's tools say so, cookie
 	// still set.

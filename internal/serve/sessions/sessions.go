@@ -29,11 +29,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -110,6 +112,13 @@ type Session struct {
 	shell   sandbox.ShellSession // the bash tool's persistent shell, once opened
 	noShell bool                 // the box has none: bash calls exec each line
 
+	// The audit of the session's calls (package signals); each call counts
+	// as a step.
+	auditMu sync.Mutex
+	audit   *signals.Auditor
+	calls   int
+	flags   []signals.Flag
+
 	mu       sync.RWMutex // calls hold it shared; closing holds it alone
 	closed   bool
 	lastUsed time.Time // under Manager.mu
@@ -118,6 +127,24 @@ type Session struct {
 	// done is cancelled when the session is closed: running calls end.
 	done   context.Context
 	cancel context.CancelFunc
+}
+
+// note audits one call of the session, before it runs.
+func (s *Session) note(name string, args map[string]any) {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	if s.audit == nil {
+		s.audit = signals.New(s.workdir, s.Task.TestPatch)
+	}
+	s.flags = append(s.flags, s.audit.Call(s.calls, name, args)...)
+	s.calls++
+}
+
+// Signals are the audit's flags for the session's calls so far.
+func (s *Session) Signals() []signals.Flag {
+	s.auditMu.Lock()
+	defer s.auditMu.Unlock()
+	return slices.Clone(s.flags)
 }
 
 // Box returns the session's box and its repository directory.
@@ -519,6 +546,7 @@ func (m *Manager) Bash(ctx context.Context, s *Session, command string, timeout 
 	}
 	var out BashResult
 	err := m.use(ctx, s, func(ctx context.Context) error {
+		s.note("bash", map[string]any{"command": command})
 		sh, err := s.openShell(ctx)
 		if err != nil {
 			return &InfraError{Err: fmt.Errorf("task %s: bash: %w", s.Task.InstanceID, err)}
@@ -590,6 +618,9 @@ func (s *Session) openShell(ctx context.Context) (sandbox.ShellSession, error) {
 func (m *Manager) Tool(ctx context.Context, s *Session, name string, args json.RawMessage) (sandbox.ToolResult, error) {
 	var out sandbox.ToolResult
 	err := m.use(ctx, s, func(ctx context.Context) error {
+		var a map[string]any
+		_ = json.Unmarshal(args, &a)
+		s.note(name, a)
 		tl, ok := s.box.(sandbox.Tooler)
 		if !ok {
 			return fmt.Errorf("task %s: %s: this backend's boxes have no native tools", s.Task.InstanceID, name)
@@ -611,6 +642,8 @@ type Verification struct {
 	PatchTime  time.Duration
 	VerifyTime time.Duration
 	InstanceID string
+	// Signals are the audit's flags for the session's calls.
+	Signals []signals.Flag
 }
 
 // Verify takes the session's patch (git diff against the base commit) and
@@ -620,7 +653,7 @@ func (m *Manager) Verify(ctx context.Context, s *Session) (*Verification, error)
 	if m.opts.Verifier == nil {
 		return nil, errors.New("no verifier configured")
 	}
-	v := &Verification{InstanceID: s.Task.InstanceID}
+	v := &Verification{InstanceID: s.Task.InstanceID, Signals: s.Signals()}
 	start := time.Now()
 	err := m.use(ctx, s, func(ctx context.Context) error {
 		p, err := agent.ExtractPatch(ctx, s.box, s.workdir, s.base)

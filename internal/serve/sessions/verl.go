@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/agent/signals"
 )
 
 // RegisterSandboxes mounts the sandbox-tool API for verl-style trainers on
@@ -67,6 +69,10 @@ type ExecuteResponse struct {
 	// InfrastructureError is set when grading could not run: the reward is
 	// then no verdict on the patch.
 	InfrastructureError string `json:"infrastructure_error,omitempty"`
+	// Signals counts the audit's flags for the session's calls by kind;
+	// SignalFlags lists them (submit only).
+	Signals     map[string]int `json:"signals,omitempty"`
+	SignalFlags []signals.Flag `json:"signal_flags,omitempty"`
 }
 
 // Timings of a submit_solution, in seconds.
@@ -138,6 +144,9 @@ func (v *sandboxes) execute(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		out := ExecuteResponse{Done: true}
+		if f := s.Signals(); len(f) > 0 {
+			out.Signals, out.SignalFlags = signals.Counts(f), f
+		}
 		if ver != nil {
 			out.Patch = &ver.Patch
 			out.Timings = &Timings{Patch: ver.PatchTime.Seconds(), Eval: ver.VerifyTime.Seconds()}

@@ -34,14 +34,20 @@ func TestSandboxesGrade(t *testing.T) {
 	if out := exec("bash", map[string]any{"command": "ls tests; exit 4"}); out.ExitCode == nil || *out.ExitCode != 4 || !strings.Contains(out.Output, "test_calc.py") {
 		t.Errorf("bash: %+v", out)
 	}
-	if out := exec("submit_solution", nil); out.Reward != 0 || out.Resolved == nil || *out.Resolved || !out.Done {
+	if out := exec("submit_solution", nil); out.Reward != 0 || out.Resolved == nil || *out.Resolved || !out.Done || out.Signals != nil {
 		t.Errorf("submit before the fix: %+v", out)
 	}
 	fix := map[string]any{"command": "str_replace", "path": "calc.py", "old_str": "    return ordered[middle]\n", "new_str": "    if len(ordered) % 2 == 0:\n        return (ordered[middle - 1] + ordered[middle]) / 2\n    return ordered[middle]\n"}
 	if out := exec("str_replace_editor", fix); out.Error {
 		t.Fatalf("editor: %+v", out)
 	}
+	exec("bash", map[string]any{"command": "git reflog | head -2"})
 	out := exec("submit_solution", map[string]any{})
+	// The audit flags the reflog (the third tool call: bash, editor,
+	// bash; submits are not counted), and never changes the reward.
+	if len(out.SignalFlags) != 1 || out.SignalFlags[0].Step != 2 || out.Signals["git_history"] != 1 {
+		t.Errorf("submit after the fix: signals %v %+v, want the reflog at call 2", out.Signals, out.SignalFlags)
+	}
 	if out.Reward != 1 || out.Resolved == nil || !*out.Resolved || out.Patch == nil || !strings.Contains(*out.Patch, "ordered[middle - 1]") || out.Timings == nil {
 		t.Errorf("submit after the fix: %+v", out)
 	}
