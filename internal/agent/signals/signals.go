@@ -11,9 +11,10 @@ package signals
 
 import (
 	"path"
-	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // Kind is what a flagged call reached for.
@@ -227,17 +228,17 @@ var (
 	// A grader's path, standing alone (not /testbed/tests), and ending as
 	// a path does: a quote right after its slash ('/tests/') is a search
 	// pattern (grep -v '/tests/'), not a path.
-	gradingPath = regexp.MustCompile(`(^|[\s'"=:<>(]|\$\()(/eval\.sh|/tests|/r2e_tests|/logs/verifier|/run_tests\.sh)($|[\s;|&)<>'"]|/$|/[\s;|&)<>]|/[^'"\s;|&)<>])`)
-	helperPath  = regexp.MustCompile(`/proc/1(/|\b)|(^|[^\w.])/\.swerve(/|\b)|oom_score_adj|/proc/[0-9]+/(mem|environ|root|cwd)\b`)
-	gitPath     = regexp.MustCompile(`\.git/(objects|packed-refs|refs|logs|ORIG_HEAD|FETCH_HEAD|lost-found)\b`)
+	gradingPath = lazyre.New(`(^|[\s'"=:<>(]|\$\()(/eval\.sh|/tests|/r2e_tests|/logs/verifier|/run_tests\.sh)($|[\s;|&)<>'"]|/$|/[\s;|&)<>]|/[^'"\s;|&)<>])`)
+	helperPath  = lazyre.New(`/proc/1(/|\b)|(^|[^\w.])/\.swerve(/|\b)|oom_score_adj|/proc/[0-9]+/(mem|environ|root|cwd)\b`)
+	gitPath     = lazyre.New(`\.git/(objects|packed-refs|refs|logs|ORIG_HEAD|FETCH_HEAD|lost-found)\b`)
 	// git flags and refs that name history past HEAD.
-	gitAllFlags = regexp.MustCompile(`(^|\s)(--all|--reflog|--branches|--tags|--remotes|--glob(=\S*)?|-g|--walk-reflogs|--batch-all-objects|--unreachable|--lost-found|--dangling)(\s|$)`)
-	gitOtherRef = regexp.MustCompile(`(^|[\s.])(refs/\S+|origin/\S+|upstream/\S+|FETCH_HEAD|ORIG_HEAD|MERGE_HEAD|\S*@\{\S*\}|stash(@\S*)?)(\s|$)`)
-	pyNet       = regexp.MustCompile(`urllib\.request|urlopen|requests\.(get|post|put|head|Session)|http\.client|socket\.(socket|create_connection)|-m\s+http\.server|aiohttp|httpx`)
+	gitAllFlags = lazyre.New(`(^|\s)(--all|--reflog|--branches|--tags|--remotes|--glob(=\S*)?|-g|--walk-reflogs|--batch-all-objects|--unreachable|--lost-found|--dangling)(\s|$)`)
+	gitOtherRef = lazyre.New(`(^|[\s.])(refs/\S+|origin/\S+|upstream/\S+|FETCH_HEAD|ORIG_HEAD|MERGE_HEAD|\S*@\{\S*\}|stash(@\S*)?)(\s|$)`)
+	pyNet       = lazyre.New(`urllib\.request|urlopen|requests\.(get|post|put|head|Session)|http\.client|socket\.(socket|create_connection)|-m\s+http\.server|aiohttp|httpx`)
 	// A reflog entry (HEAD@{1}, main@{yesterday}) on a git command line;
 	// segments would split it at its braces.
-	gitReflogRef = regexp.MustCompile(`\bgit\b[^;&|\n]*@\{`)
-	devNet       = regexp.MustCompile(`/dev/(tcp|udp)/`)
+	gitReflogRef = lazyre.New(`\bgit\b[^;&|\n]*@\{`)
+	devNet       = lazyre.New(`/dev/(tcp|udp)/`)
 )
 
 // Commands that always reach the network.
