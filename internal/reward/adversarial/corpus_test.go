@@ -328,6 +328,16 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 		r.ok = false
 		t.Errorf("%s on %s: eval script ran %q, want phased", c.Name, key, out.Phases)
 	}
+	// Harbor's test.sh runs as the grading user on Docker, and a resolved
+	// run is checked by the canaries.
+	if out.Grader == task.GraderHarbor && !out.ApplyFailed && !strings.HasPrefix(out.Phases, "unprivileged") {
+		r.ok = false
+		t.Errorf("%s on %s: test.sh ran %q, want unprivileged", c.Name, key, out.Phases)
+	}
+	if out.Grader == task.GraderHarbor && c.Expect == ExpectResolved && out.Canaries != "checked" {
+		r.ok = false
+		t.Errorf("%s on %s: canaries %q, want checked", c.Name, key, out.Canaries)
+	}
 	if os.Getenv("SWERVE_CORPUS_LOG") != "" {
 		t.Logf("%s on %s: reward %v, %q (canaries: %s %s; %s)\n%s", c.Name, key, out.Reward, out.Reason, out.Canaries, out.CanaryKind, out.Phases, tail(out.Log, 60))
 	}

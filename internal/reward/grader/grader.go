@@ -78,8 +78,9 @@ type Outcome struct {
 	CanaryKind string `json:"canary_kind,omitempty"`
 	// Phases says how the eval script ran: "phased" (the patch's code as
 	// an unprivileged user, the tree outside the work tree checked; see
-	// reward.RunPhased) or "single phase: <why>". Empty for the graders
-	// that always run it as one (swefactory, r2e, swesmith, harbor).
+	// reward.RunPhased) or "single phase: <why>"; for harbor,
+	// "unprivileged: …" when test.sh ran as the grading user. Empty for
+	// the graders that always run it as one (swefactory, r2e, swesmith).
 	Phases string `json:"phases,omitempty"`
 }
 
@@ -332,12 +333,16 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.fromSWESmith(rr.Result)
 		a = rr.Attempt
 	case task.GraderHarbor:
-		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir})
+		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
+			Canaries: opts.Tamper != tamper.ModeIgnore})
 		if err != nil {
 			return nil, err
 		}
 		out.fromHarbor(rr.Result)
 		a = rr.Attempt
+		out.Phases = a.Phases
+		out.Canaries, out.CanaryKind = rr.Canaries, rr.CanaryKind
+		out.Tampered = append(out.Tampered, rr.CanaryFindings...)
 	}
 	out.Log, out.ApplyFailed, out.TimedOut, out.Duration = a.Log, a.ApplyFailed, a.TimedOut, a.Duration
 	out.ExitCode, out.Sealed = a.ScriptExit, a.Trace != nil

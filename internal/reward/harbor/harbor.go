@@ -21,16 +21,14 @@
 // they must agree (Harbor reads reward.json alone); disagreeing files are a
 // failed verification.
 //
-// Run runs test.sh sealed (reward.RunScript), with the verifier directory
-// emptied first, so no reward file from before the run counts. What stays
-// open: the verdict is the file test.sh writes, and the code under test
-// runs as the same user in the same box while test.sh runs; it can write
-// the reward files itself. A test.sh that writes its reward
-// unconditionally after the tests (as Harbor's templates do) overwrites
-// such a write, and a detached writer is killed when test.sh ends; a
-// test.sh that writes a file only on failure, or that sources files the
-// patch can change, can be fooled. The canary tests and the patch check
-// are the defence there.
+// Run runs test.sh sealed, with the verifier directory emptied first, so
+// no reward file from before the run counts; as reward.GradingUser where
+// the box can (user.go), with the tests root's and read-only. The code
+// under test still runs inside test.sh's test process and can write the
+// reward files or end the runner early with status 0: for a test.sh that
+// runs pytest on its test files, a reward above 0 also needs the grader's
+// own record that every test of them passed (evidence.go), and a run that
+// comes out 1 is run again with mutant canaries (canary.go).
 package harbor
 
 import (
@@ -70,6 +68,11 @@ type Result struct {
 	// ExitCode is test.sh's exit status (-1 when it did not finish).
 	ExitCode int    `json:"exit_code"`
 	Reason   string `json:"reason"`
+	// Evidence says what the grader's own record of the test run held
+	// ("<n> of <m> tests passed in the test output"), or why it was not
+	// checked (see evidence.go); TestsPassed is n.
+	Evidence    string `json:"evidence,omitempty"`
+	TestsPassed int    `json:"tests_passed,omitempty"`
 }
 
 // Files is what the verifier directory held after test.sh ran; nil means

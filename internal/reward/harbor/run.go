@@ -37,12 +37,21 @@ type RunOptions struct {
 	// /logs/verifier, or <scratch>/logs/verifier on boxes whose absolute
 	// paths are the host's (sandbox.Scratch).
 	VerifierDir string
+	// Canaries runs test.sh a second time with mutant canaries in the
+	// pytest file it runs, when the first run's verdict is 1 (see
+	// canary.go).
+	Canaries bool
 }
 
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
 	reward.Attempt
+	// Canaries is "checked" when the canary run ran, else why not (""
+	// when not asked for); CanaryKind says what they were.
+	Canaries, CanaryKind string
+	// CanaryFindings is what was wrong with the canary run.
+	CanaryFindings []string
 }
 
 // layout is where the tests, the solution and the verifier output go in a
@@ -138,12 +147,24 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("task %s: read tests/%s: %w", t.InstanceID, TestScript, err)
 	}
+	files, noEvidence := pytestFiles(t.TaskDir, string(script))
 	if l.rewrite {
 		script = l.rewritePaths(script)
 	}
+	u, err := prepareUser(ctx, box, l, string(script))
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	rr.Phases = u.phases
+	if len(files) > 0 {
+		u.env = append(u.env, "PYTEST_ADDOPTS=-rA")
+	}
 	// Sealed, like every eval script: $0 and BASH_SOURCE are test.sh's path
 	// as under `bash /tests/test.sh`, and the exit status is test.sh's own.
-	run, err := reward.RunScript(ctx, box, opts.Workdir, path.Join(l.tests, TestScript), string(script), timeout)
+	runTests := func() (*reward.ScriptRun, error) {
+		return reward.RunScriptAs(ctx, box, opts.Workdir, path.Join(l.tests, TestScript), string(script), timeout, u.user, u.env)
+	}
+	run, err := runTests()
 	if err != nil {
 		return nil, fmt.Errorf("task %s: run tests/%s: %w", t.InstanceID, TestScript, err)
 	}
@@ -173,6 +194,51 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		}
 	}
 	ReadReward(rr.Result, f)
+	if len(files) == 0 {
+		rr.Evidence = "not checked: " + noEvidence
+		return rr, nil
+	}
+	ev := checkEvidence(parsePytest(run.Log), files)
+	rr.Evidence = fmt.Sprintf("%d of %d tests passed in the test output", ev.Passed, ev.Tests)
+	rr.TestsPassed = ev.Passed
+	if rr.Reward > 0 && !ev.ok() {
+		rr.Reward, rr.Resolved, rr.Reason = 0, false, ev.why()
+	}
+	if !opts.Canaries {
+		return rr, nil
+	}
+	if !rr.Resolved {
+		rr.Canaries = "not checked: the tests did not pass"
+		return rr, nil
+	}
+	can := planCanaries(t.InstanceID, files[0])
+	if !can.Available() {
+		rr.Canaries = can.Unavailable
+		return rr, nil
+	}
+	rr.CanaryKind = can.Kind()
+	// Nothing the first run left where the code under test can write
+	// survives into the second: it cannot tell the runs apart by it.
+	if err := u.clean(ctx, box, l); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	if why, err := inject(ctx, box, l, can); err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+	} else if why != "" {
+		rr.Canaries = "not checked: " + why
+		return rr, nil
+	}
+	crun, err := runTests()
+	if err != nil {
+		return nil, fmt.Errorf("task %s: run tests/%s with the canaries: %w", t.InstanceID, TestScript, err)
+	}
+	rr.Canaries = "checked"
+	csm := parsePytest(crun.Log)
+	rr.CanaryFindings = can.Verify(csm, true)
+	if cev := checkEvidence(csm, files); !cev.ok() {
+		rr.CanaryFindings = append(rr.CanaryFindings, "the canary run: "+cev.why())
+	}
+	rr.Findings = append(rr.Findings, crun.Findings...)
 	return rr, nil
 }
 

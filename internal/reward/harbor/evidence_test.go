@@ -1,0 +1,119 @@
+package harbor
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestListTests(t *testing.T) {
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"functions", "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n\n\nasync def test_async():\n    pass\n\n\ndef helper():\n    pass\n", []string{"test_add", "test_async"}},
+		{"class methods", "class TestOps:\n    def test_a(self):\n        def test_inner():\n            pass\n\n    # comment\n    def test_b(self):\n        pass\n\n    def util(self):\n        pass\n\n\nclass Helper:\n    def test_not(self):\n        pass\n\n\ndef test_c():\n    pass\n",
+			[]string{"TestOps::test_a", "TestOps::test_b", "test_c"}},
+		{"decorated", "import pytest\n\n\n@pytest.mark.parametrize('x', [1, 2])\ndef test_p(x):\n    assert x\n", []string{"test_p"}},
+		{"none", "def check():\n    pass\n", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := listTests(tt.src); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPytestFiles(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "tests", "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "tests", "test_outputs.py"), []byte("def test_a():\n    pass\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tests", "sub", "test_more.py"), []byte("def test_b():\n    pass\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tests", "helpers.py"), []byte("def util():\n    pass\n"), 0o644)
+	for _, tt := range []struct {
+		name, script string
+		want         []string
+		why          string
+	}{
+		{"calc-harbor's", "cd /testbed\nif python3 -m pytest -rA /tests/test_outputs.py; then echo 1 > /logs/verifier/reward.txt; fi\n", []string{"test_outputs.py"}, ""},
+		{"two files", "uvx --with pytest pytest /tests/test_outputs.py /tests/sub/test_more.py -rA\n", []string{"sub/test_more.py", "test_outputs.py"}, ""},
+		{"a longer name is not the file", "pytest /tests/test_outputs.py.bak\n", nil, "names no test file"},
+		{"no pytest", "python3 /tests/test_outputs.py\n", nil, "does not run pytest"},
+		{"a file without tests", "pytest /tests/helpers.py\n", nil, "names no test file"},
+		{"converted eval script", "source /tests/eval.sh\n", nil, "does not run pytest"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			files, why := pytestFiles(dir, tt.script)
+			var got []string
+			for _, f := range files {
+				got = append(got, f.Rel)
+			}
+			if !reflect.DeepEqual(got, tt.want) || !strings.Contains(why, tt.why) {
+				t.Errorf("got %q (%q), want %q (%q)", got, why, tt.want, tt.why)
+			}
+		})
+	}
+}
+
+// TestCheckEvidence reads logs as test.sh leaves them: a reward above 0
+// counts only when every test of the file has a result, all PASSED.
+func TestCheckEvidence(t *testing.T) {
+	files := []pytestFile{{Rel: "test_outputs.py", Tests: []string{"test_add", "test_mul", "TestX::test_p"}}}
+	passes := "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::test_mul\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\nPASSED ../tests/test_outputs.py::TestX::test_p[2]\n"
+	for _, tt := range []struct {
+		name, log string
+		passed    int
+		why       string
+	}{
+		{"all passed", passes, 3, ""},
+		{"nothing ran (pytest.exit, exec /bin/true, status 256)", "collected 3 items\n\n========== no tests ran in 0.01s ==========\n", 0, "no record that the tests ran: test_outputs.py::test_add has no result"},
+		{"one missing", "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\n", 2, "test_outputs.py::test_mul has no result"},
+		{"a failure, then a forged pass", passes + "FAILED ../tests/test_outputs.py::test_mul - assert 5 == 6\nPASSED ../tests/test_outputs.py::test_mul\n", 2, "test_outputs.py::test_mul did not pass"},
+		{"one parameter failed", passes + "FAILED ../tests/test_outputs.py::TestX::test_p[2]\n", 2, "TestX::test_p did not pass"},
+		{"skipped by the code under test", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1), 2, "test_add did not pass"},
+		{"another file's results", strings.ReplaceAll(passes, "test_outputs.py", "test_other.py"), 0, "has no result"},
+		{"a longer name is another test", strings.ReplaceAll(passes, "::test_add", "::test_add_big"), 2, "test_add has no result"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := checkEvidence(parsePytest(tt.log), files)
+			if e.Passed != tt.passed || e.Tests != 3 || e.ok() != (tt.why == "") || !strings.Contains(e.why(), tt.why) {
+				t.Errorf("passed %d of %d, ok %v, why %q; want %d, %q", e.Passed, e.Tests, e.ok(), e.why(), tt.passed, tt.why)
+			}
+		})
+	}
+}
+
+// TestPlanCanaries: the calc Harbor task's test file gets mutant
+// canaries of its first test, named like its tests, absent from it.
+func TestPlanCanaries(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "adversarial", "testdata", "harbor-calc", "tests", "test_outputs.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pytestFile{Rel: "test_outputs.py", Tests: listTests(string(src)), Source: string(src)}
+	can := planCanaries("calc-harbor", f)
+	if !can.Available() {
+		t.Fatalf("no canaries: %s", can.Unavailable)
+	}
+	if can.File != "test_outputs.py" || !strings.HasPrefix(can.Kind(), "mutants of test_outputs.py::") {
+		t.Errorf("file %q, kind %q", can.File, can.Kind())
+	}
+	for _, n := range []string{can.MustFail, can.MustPass} {
+		if !strings.HasPrefix(n, "test_") || strings.Contains(string(src), n) {
+			t.Errorf("canary name %q", n)
+		}
+	}
+	// A log where the must-fail canary passes is a finding; the honest
+	// one is not.
+	ok := "PASSED ../tests/test_outputs.py::" + can.MustPass + "\nFAILED ../tests/test_outputs.py::" + can.MustFail + " - assert 5 == 6\n"
+	if got := can.Verify(parsePytest(ok), true); len(got) != 0 {
+		t.Errorf("honest canary run: %q", got)
+	}
+	bad := "PASSED ../tests/test_outputs.py::" + can.MustPass + "\nPASSED ../tests/test_outputs.py::" + can.MustFail + "\n"
+	if got := can.Verify(parsePytest(bad), true); len(got) == 0 {
+		t.Error("a passing must-fail canary is not a finding")
+	}
+}
