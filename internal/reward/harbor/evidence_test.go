@@ -117,3 +117,24 @@ func TestPlanCanaries(t *testing.T) {
 		t.Error("a passing must-fail canary is not a finding")
 	}
 }
+
+// TestRootNeed: a test.sh (or a script of tests/) that installs packages
+// or changes the repository runs as root; run as the grading user, a test
+// patch it applies would silently not be applied.
+func TestRootNeed(t *testing.T) {
+	for _, tt := range []struct{ script, want string }{
+		{"cd /testbed\nif python3 -m pytest -rA /tests/test_outputs.py; then echo 1 > /logs/verifier/reward.txt; fi\n", ""},
+		{"uvx --with pytest==8.4.1 pytest /tests/test_state.py -rA\n", ""},
+		{"apt-get update\napt-get install -y curl\n", "needs root (apt-get "},
+		{"cd /testbed\ngit checkout abc123 tests/test_x.py\n", "changes the repository (git checkout"},
+		{"git apply -v - <<'EOF'\n", "changes the repository (git apply"},
+		{"git -c core.fileMode=false diff abc\n", ""},
+		{"patch -p1 < /tests/t.diff\n", "changes the repository (patch "},
+		{"python3 -m pip install -e .\n", "installs Python packages"},
+		{"sudo -u x true\n", "needs root (sudo "},
+	} {
+		if got := rootNeed(tt.script); (tt.want == "") != (got == "") || !strings.HasPrefix(got, tt.want) {
+			t.Errorf("rootNeed(%q) = %q, want %q", tt.script, got, tt.want)
+		}
+	}
+}

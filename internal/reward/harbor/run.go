@@ -148,10 +148,11 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, fmt.Errorf("task %s: read tests/%s: %w", t.InstanceID, TestScript, err)
 	}
 	files, noEvidence := pytestFiles(t.TaskDir, string(script))
+	scripts := string(script) + "\n" + otherScripts(t.TaskDir)
 	if l.rewrite {
 		script = l.rewritePaths(script)
 	}
-	u, err := prepareUser(ctx, box, l, string(script))
+	u, err := prepareUser(ctx, box, l, scripts)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
@@ -240,6 +241,24 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	rr.Findings = append(rr.Findings, crun.Findings...)
 	return rr, nil
+}
+
+// otherScripts joins the shell scripts of the task's tests/ but test.sh
+// (what test.sh may source or run).
+func otherScripts(taskDir string) string {
+	var b strings.Builder
+	root := filepath.Join(taskDir, "tests")
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".sh") || p == filepath.Join(root, TestScript) {
+			return nil
+		}
+		if data, err := os.ReadFile(p); err == nil {
+			b.Write(data)
+			b.WriteByte('\n')
+		}
+		return nil
+	})
+	return b.String()
 }
 
 // VerifierTimeout is the task's [verifier] timeout_sec, else

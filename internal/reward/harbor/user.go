@@ -32,13 +32,34 @@ type runAs struct {
 	phases string
 }
 
-// rootWords are the commands that need root: a test.sh that runs one runs
-// as root.
-var rootWords = regexp.MustCompile(`(^|[\s;&|(])(apt-get|apt|apk|yum|dnf|microdnf|zypper|sudo)\s`)
+// rootNeeds are the commands that need root (or write where the grading
+// user cannot): a test.sh that runs one, itself or in a script of tests/,
+// runs as root. A test.sh that resets or patches the repository as
+// another user would fail to, and then test code the run did not mean.
+var rootNeeds = []struct {
+	re   *regexp.Regexp
+	what string
+}{
+	{regexp.MustCompile(`(^|[\s;&|(])(apt-get|apt|apk|yum|dnf|microdnf|zypper|sudo)\s`), "needs root"},
+	{regexp.MustCompile(`\bgit(\s+-[cC]\s+\S+)*\s+(apply|checkout|reset|restore|stash|clean|am)\b|(^|[\s;&|(])patch\s`), "changes the repository"},
+	{regexp.MustCompile(`\bpip3?\s+install\b|\s-m\s+pip\s+install\b`), "installs Python packages"},
+}
 
-func prepareUser(ctx context.Context, box sandbox.Sandbox, l layout, script string) (runAs, error) {
-	if m := rootWords.FindStringSubmatch(script); m != nil {
-		return runAs{phases: "single phase: test.sh installs system packages (" + m[2] + ")"}, nil
+// rootNeed says which command of scripts needs root, or "".
+func rootNeed(scripts string) string {
+	for _, n := range rootNeeds {
+		if m := n.re.FindString(scripts); m != "" {
+			return n.what + " (" + strings.TrimLeft(m, " \t\n;&|(") + ")"
+		}
+	}
+	return ""
+}
+
+// prepareUser decides how test.sh runs; scripts is test.sh and the other
+// shell scripts of tests/.
+func prepareUser(ctx context.Context, box sandbox.Sandbox, l layout, scripts string) (runAs, error) {
+	if why := rootNeed(scripts); why != "" {
+		return runAs{phases: "single phase: test.sh " + why}, nil
 	}
 	if l.rewrite {
 		// The tests live in the box's scratch directory on the host, which
