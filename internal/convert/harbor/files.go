@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
@@ -183,9 +184,20 @@ func instruction(t *task.Task) string {
 // reward is written by the shell's EXIT trap, so it is written however the
 // eval script ends (unless it sets an EXIT trap of its own, which
 // SWE-Factory's scripts do not: then there is no reward file, a 0).
-func testScript(id string) string {
+//
+// With record, pytest is asked for a result line per test (-rA, through
+// PYTEST_ADDOPTS): swerve's grader reads the tests that tests/
+// expected_tests.json names from them (see expectedTests).
+func testScript(id string, record bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "#!/bin/bash\n# Harbor verifier for %s, made by swerve convert harbor.\n", oneLine(id))
+	if record {
+		b.WriteString(`#
+# pytest prints a result line for every test (-rA): swerve's grader requires
+# those of the tests that ` + harbor.ExpectedTests + ` names to be there and PASSED.
+export PYTEST_ADDOPTS="-rA${PYTEST_ADDOPTS:+ $PYTEST_ADDOPTS}"
+`)
+	}
 	b.WriteString(`#
 # tests/eval.sh is the dataset's eval script, unchanged: it puts the hidden
 # tests into the repository, runs them and echoes
@@ -213,6 +225,43 @@ source ` + harbor.TestsDir + `/eval.sh
 `)
 	return b.String()
 }
+
+// expectedTests is tests/expected_tests.json for a row whose eval script
+// runs pytest: the module-level test functions the test patch adds (or
+// rewrites the def line of) in the files the eval script names, as pytest
+// names them ("tests/test_x.py::test_y"). nil when there are none.
+func expectedTests(t *task.Task) []byte {
+	if !pytestRun.MatchString(t.EvalScript) {
+		return nil
+	}
+	var tests []string
+	seen := map[string]bool{}
+	file := ""
+	for _, l := range strings.Split(t.TestPatch, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++ "):
+			file = ""
+			if f, ok := strings.CutPrefix(strings.TrimSpace(l[4:]), "b/"); ok && strings.HasSuffix(f, ".py") && strings.Contains(t.EvalScript, f) {
+				file = f
+			}
+		case file != "" && strings.HasPrefix(l, "+"):
+			if m := addedTest.FindStringSubmatch(l[1:]); m != nil && !seen[file+"::"+m[1]] {
+				seen[file+"::"+m[1]] = true
+				tests = append(tests, file+"::"+m[1])
+			}
+		}
+	}
+	if len(tests) == 0 {
+		return nil
+	}
+	b, _ := json.MarshalIndent(harbor.Expected{Runner: "pytest", Tests: tests}, "", "  ")
+	return append(b, '\n')
+}
+
+var (
+	pytestRun = regexp.MustCompile(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
+	addedTest = regexp.MustCompile(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
+)
 
 // solveScript is solution/solve.sh: the gold patch, inlined as a quoted
 // heredoc, applied with git apply in the repository (/testbed when the box

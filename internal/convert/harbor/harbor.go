@@ -14,6 +14,9 @@
 //	  tests/eval.sh           the row's eval script, byte for byte
 //	  tests/test.patch        the row's test patch, byte for byte (when it
 //	                          has one; eval.sh applies its own copy)
+//	  tests/expected_tests.json  the tests whose pytest results swerve's
+//	                          grader requires (rows that run pytest and
+//	                          whose test patch adds test functions)
 //	  solution/solve.sh       applies the gold patch (left out without one,
 //	                          or with Options.NoSolution)
 //
@@ -49,6 +52,7 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward/grader"
+	"github.com/swerve-dev/swerve/internal/reward/harbor"
 	"github.com/swerve-dev/swerve/internal/reward/swefactory"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -241,8 +245,12 @@ func Render(t *task.Task, opts Options) (*Task, error) {
 		{Path: "instruction.md", Data: []byte(instruction(t)), Mode: 0o644},
 		{Path: "task.toml", Data: conf, Mode: 0o644},
 		{Path: "environment/Dockerfile", Data: []byte(dockerfile), Mode: 0o644},
-		{Path: "tests/test.sh", Data: []byte(testScript(t.InstanceID)), Mode: 0o755},
 		{Path: "tests/eval.sh", Data: []byte(t.EvalScript), Mode: 0o755},
+	}
+	expected := expectedTests(t)
+	out.Files = append(out.Files, File{Path: "tests/test.sh", Data: []byte(testScript(t.InstanceID, expected != nil)), Mode: 0o755})
+	if expected != nil {
+		out.Files = append(out.Files, File{Path: "tests/" + harbor.ExpectedTests, Data: expected, Mode: 0o644})
 	}
 	if t.TestPatch != "" {
 		out.Files = append(out.Files, File{Path: "tests/test.patch", Data: []byte(t.TestPatch), Mode: 0o644})

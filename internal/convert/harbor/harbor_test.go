@@ -730,3 +730,71 @@ func TestConvertFilesAndOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertEvidenceLocal: a patch whose code ends pytest's session with
+// a status the shell reads as 0 (pytest.exit(returncode=256), which the
+// static check does not know) makes the eval script echo
+// OMNIGRIL_EXIT_CODE=0 and test.sh write 1; the grader's record of the
+// tests expected_tests.json names finds none of them, and the reward is 0.
+func TestConvertEvidenceLocal(t *testing.T) {
+	path, why := pytestPath()
+	if path == "" {
+		testutil.SkipOrFail(t, "%s", why)
+	}
+	t.Setenv("PATH", path)
+	_, tasks := convertExamples(t)
+	tk := pick(t, tasks, "sample__calc-1")
+	if _, err := os.Stat(filepath.Join(tk.TaskDir, "tests", "expected_tests.json")); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(tk.TaskDir, "environment", RepoDir, "calc.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(src), "\n"), "\n")
+	n := len(lines)
+	add := []string{"", "", "def median(values):", "    import pytest", "", "    pytest.exit(\"done\", returncode=256)"}
+	var d strings.Builder
+	fmt.Fprintf(&d, "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -%d,3 +%d,%d @@\n", n-2, n-2, 3+len(add))
+	for _, l := range lines[n-3:] {
+		d.WriteString(" " + l + "\n")
+	}
+	for _, l := range add {
+		d.WriteString("+" + l + "\n")
+	}
+	box, err := localBackend(t).Open(context.Background(), sandbox.Spec{Image: filepath.Join(tk.TaskDir, "environment", RepoDir)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer box.Close(context.Background())
+	out, err := grader.Grade(context.Background(), box, &tk, grader.Options{Patch: d.String()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Log, "swerve: OMNIGRIL_EXIT_CODE=0, reward 1") {
+		t.Errorf("the attack did not fool test.sh (the test proves nothing):\n%s", out.Log)
+	}
+	if out.Reward != 0 || !strings.HasPrefix(out.Reason, "no record that the tests ran: tests/test_calc.py::test_median_even_length") {
+		t.Errorf("reward %v (%s)\n%s", out.Reward, out.Reason, out.Log)
+	}
+}
+
+func TestExpectedTests(t *testing.T) {
+	patch := "diff --git a/tests/test_calc.py b/tests/test_calc.py\n--- a/tests/test_calc.py\n+++ b/tests/test_calc.py\n@@ -1,2 +1,9 @@\n def test_old():\n     pass\n+def test_new():\n+    pass\n+class TestX:\n+    def test_method(self):\n+        pass\n+async def test_async():\n+    pass\n" +
+		"diff --git a/tests/test_other.py b/tests/test_other.py\n--- /dev/null\n+++ b/tests/test_other.py\n@@ -0,0 +1,2 @@\n+def test_unrun():\n+    pass\n"
+	for _, tt := range []struct {
+		name, eval string
+		want       string
+	}{
+		{"pytest", "python3 -m pytest -rA tests/test_calc.py\necho OMNIGRIL_EXIT_CODE=$?\n",
+			"{\n  \"runner\": \"pytest\",\n  \"tests\": [\n    \"tests/test_calc.py::test_new\",\n    \"tests/test_calc.py::test_async\"\n  ]\n}\n"},
+		{"another runner", "bash tests/run.sh tests/test_calc.py\necho OMNIGRIL_EXIT_CODE=$?\n", ""},
+		{"pytest on other files", "pytest tests/test_misc.py\necho OMNIGRIL_EXIT_CODE=$?\n", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := string(expectedTests(&task.Task{EvalScript: tt.eval, TestPatch: patch})); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

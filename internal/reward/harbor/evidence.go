@@ -1,6 +1,7 @@
 package harbor
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,6 +42,49 @@ var (
 	testClass  = regexp.MustCompile(`^class\s+(Test\w*)\s*[(:]`)
 	methodTest = regexp.MustCompile(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
 )
+
+// Expected is tests/expected_tests.json: the runner whose result lines
+// test.sh's output carries ("pytest", the only one read) and the tests, as
+// pytest names them ("tests/test_x.py::test_y").
+type Expected struct {
+	Runner string   `json:"runner"`
+	Tests  []string `json:"tests"`
+}
+
+// expectedFiles reads taskDir's tests/expected_tests.json into the files
+// and tests the record must hold; nil and "" when there is no such file.
+func expectedFiles(taskDir string) ([]pytestFile, string) {
+	b, err := os.ReadFile(filepath.Join(taskDir, "tests", ExpectedTests))
+	if err != nil {
+		return nil, ""
+	}
+	var e Expected
+	if err := json.Unmarshal(b, &e); err != nil {
+		return nil, fmt.Sprintf("tests/%s: %v", ExpectedTests, err)
+	}
+	if e.Runner != "pytest" {
+		return nil, fmt.Sprintf("tests/%s: runner %q (only pytest's output is read)", ExpectedTests, e.Runner)
+	}
+	var out []pytestFile
+	at := map[string]int{}
+	for _, name := range e.Tests {
+		file, test, ok := strings.Cut(name, "::")
+		if !ok || file == "" || test == "" {
+			continue
+		}
+		i, seen := at[file]
+		if !seen {
+			i = len(out)
+			at[file] = i
+			out = append(out, pytestFile{Rel: file})
+		}
+		out[i].Tests = dedupe(append(out[i].Tests, test))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Sprintf("tests/%s names no test", ExpectedTests)
+	}
+	return out, ""
+}
 
 // pytestFiles lists the Python files of taskDir's tests/ that script (the
 // task's own test.sh) names by their path under TestsDir, when it runs

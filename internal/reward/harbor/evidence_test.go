@@ -138,3 +138,30 @@ func TestRootNeed(t *testing.T) {
 		}
 	}
 }
+
+func TestExpectedFiles(t *testing.T) {
+	for _, tt := range []struct {
+		name, body string
+		want       []pytestFile
+		why        string
+	}{
+		{"none", "", nil, ""},
+		{"pytest", `{"runner": "pytest", "tests": ["tests/a.py::test_x", "tests/b.py::T::test_y", "tests/a.py::test_z", "tests/a.py::test_x", "bad"]}`,
+			[]pytestFile{{Rel: "tests/a.py", Tests: []string{"test_x", "test_z"}}, {Rel: "tests/b.py", Tests: []string{"T::test_y"}}}, ""},
+		{"another runner", `{"runner": "go", "tests": ["x::y"]}`, nil, "only pytest"},
+		{"no tests", `{"runner": "pytest", "tests": []}`, nil, "names no test"},
+		{"not JSON", `{`, nil, "expected_tests.json"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			os.MkdirAll(filepath.Join(dir, "tests"), 0o755)
+			if tt.body != "" {
+				os.WriteFile(filepath.Join(dir, "tests", ExpectedTests), []byte(tt.body), 0o644)
+			}
+			got, why := expectedFiles(dir)
+			if !reflect.DeepEqual(got, tt.want) || !strings.Contains(why, tt.why) || (tt.why == "") != (why == "") {
+				t.Errorf("got %+v (%q), want %+v (%q)", got, why, tt.want, tt.why)
+			}
+		})
+	}
+}

@@ -147,7 +147,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("task %s: read tests/%s: %w", t.InstanceID, TestScript, err)
 	}
-	files, noEvidence := pytestFiles(t.TaskDir, string(script))
+	files, noEvidence := expectedFiles(t.TaskDir)
+	if files == nil && noEvidence == "" {
+		files, noEvidence = pytestFiles(t.TaskDir, string(script))
+	}
 	scripts := string(script) + "\n" + otherScripts(t.TaskDir)
 	if l.rewrite {
 		script = l.rewritePaths(script)
@@ -210,6 +213,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	if !rr.Resolved {
 		rr.Canaries = "not checked: the tests did not pass"
+		return rr, nil
+	}
+	if files[0].Source == "" {
+		rr.Canaries = "not available: the tests are the eval script's, not a file of tests/"
 		return rr, nil
 	}
 	can := planCanaries(t.InstanceID, files[0])
