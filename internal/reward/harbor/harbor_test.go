@@ -128,6 +128,23 @@ func TestSampleTasks(t *testing.T) {
 		if got := tomlSeconds(tk, "verifier", time.Hour); got != 120*time.Second {
 			t.Errorf("%s: verifier timeout %v", id, got)
 		}
+		// Their test.sh installs with apt-get (so it runs as root) and runs
+		// pytest -rA on one test file, whose tests the record must hold and
+		// which can carry mutant canaries.
+		script, err := os.ReadFile(filepath.Join(tk.TaskDir, "tests", TestScript))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if why := rootNeed(string(script)); !strings.HasPrefix(why, "needs root (apt-get") {
+			t.Errorf("%s: root need %q", id, why)
+		}
+		files, why := pytestFiles(tk.TaskDir, string(script))
+		if len(files) != 1 || len(files[0].Tests) == 0 {
+			t.Fatalf("%s: pytest files %+v (%s)", id, files, why)
+		}
+		if can := planCanaries(id, files[0]); !can.Available() || can.Original == "" {
+			t.Errorf("%s: canaries %q (%s)", id, can.Unavailable, can.Template)
+		}
 	}
 	if err := Check(&task.Task{InstanceID: "x"}); err == nil || !strings.Contains(err.Error(), "task x: task_dir") {
 		t.Errorf("Check of a task without a directory: %v", err)
