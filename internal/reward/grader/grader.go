@@ -77,9 +77,11 @@ type Outcome struct {
 	// templates (<why no test could be copied>)".
 	CanaryKind string `json:"canary_kind,omitempty"`
 	// Phases says how the eval script ran: "phased" (the patch's code as
-	// an unprivileged user, the tree outside the work tree checked; see
-	// reward.RunPhased) or "single phase: <why>". Empty for the graders
-	// that always run it as one (swefactory, r2e, swesmith, harbor).
+	// an unprivileged user: for swebench the tree outside the work tree
+	// checked, see reward.RunPhased; for r2e and swesmith the tests run as
+	// the grading user over root's read-only hidden tests, see
+	// reward.RunAsGradingUser) or "single phase: <why>". Empty for the
+	// graders that always run it as one (swefactory, harbor).
 	Phases string `json:"phases,omitempty"`
 }
 
@@ -318,19 +320,23 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.fromSWEFactory(rr.Result)
 		a = rr.Attempt
 	case task.GraderR2E:
-		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore})
 		if err != nil {
 			return nil, err
 		}
 		out.fromR2E(rr.Result)
 		a = rr.Attempt
+		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
+		out.Phases = a.Phases
 	case task.GraderSWESmith:
-		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWESmith(rr.Result)
 		a = rr.Attempt
+		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
+		out.Phases = a.Phases
 	case task.GraderHarbor:
 		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir})
 		if err != nil {
@@ -369,6 +375,25 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		}
 	}
 	return out, nil
+}
+
+// checkCanaries records what the canaries of a run that carried them
+// (can nil: none were asked for) say: ran tells whether the tests ran and
+// their log could be read, status is what the log says of the canaries.
+func (o *Outcome) checkCanaries(can *tamper.Canaries, status swebench.StatusMap, ran, resolved bool) {
+	if can == nil {
+		return
+	}
+	o.Canaries = can.Unavailable
+	if !can.Available() {
+		return
+	}
+	o.CanaryKind = can.Kind()
+	o.Canaries = "not checked: no valid test run"
+	if ran {
+		o.Canaries = "checked"
+		o.Tampered = append(o.Tampered, can.Verify(status, resolved)...)
+	}
 }
 
 // withCanaries plans canary tests for a swebench task and, when its eval

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -186,12 +188,20 @@ type RunOptions struct {
 	Patch       string        // empty: run the tests on the unpatched bug
 	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
 	Workdir     string        // empty: /testbed; ".": the box's own directory
+	// Canaries adds mutant canaries to the reset test files (see
+	// tamper.PlanPytest); RunResult.Canaries says what they were.
+	Canaries bool
 }
 
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
 	reward.Attempt
+	// Canaries are the canaries planned for the run (nil unless asked
+	// for; Unavailable says why there are none), CanaryStatus what the
+	// log says of them. The canaries' results are not part of Result.
+	Canaries     *tamper.Canaries
+	CanaryStatus swebench.StatusMap
 }
 
 // Run grades a patch in a fresh box from the task's image: Prepare, apply
@@ -239,9 +249,32 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, fmt.Errorf("task %s: reset test files: %w", t.InstanceID, err)
 	}
 	_, scratch := box.(sandbox.Scratch)
-	run, err := reward.RunScript(ctx, box, dir, evalFile, EvalScript(t, dir, scratch), timeout)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+	script := EvalScript(t, dir, scratch)
+	var run *reward.ScriptRun
+	why := "a local box"
+	if t.EvalScript != "" {
+		why = "the row has its own eval script"
+	}
+	if !scratch && t.EvalScript == "" {
+		gd, err := reward.GradingDir(ctx, box, path.Dir(evalFile))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+		}
+		if opts.Canaries {
+			rr.Canaries = addCanaries(ctx, box, t, dir, gd)
+		}
+		if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, Lock: testFilesToReset(t), Timeout: timeout}); err != nil {
+			return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
+		}
+	} else if opts.Canaries {
+		rr.Canaries = &tamper.Canaries{Unavailable: "not available: " + why}
+	}
+	rr.Phases = "phased"
+	if run == nil {
+		rr.Phases = "single phase: " + why
+		if run, err = reward.RunScript(ctx, box, dir, evalFile, script, timeout); err != nil {
+			return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+		}
 	}
 	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
 	if run.TimedOut {
@@ -251,8 +284,34 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return rr, nil
 	}
 	rr.ScriptExit, rr.Trace, rr.Findings = run.ExitCode, run.Trace, run.Findings
-	if rr.Result, err = Evaluate(t, rr.Log, Options{NoPatch: opts.Patch == "", Trace: run.Trace}); err != nil {
+	if rr.Result, err = Evaluate(t, rr.Log, Options{NoPatch: opts.Patch == "", Trace: run.Trace, Canaries: rr.Canaries}); err != nil {
 		return nil, err
 	}
+	rr.CanaryStatus = rr.Result.CanaryStatus
 	return rr, nil
+}
+
+// addCanaries plans canaries from the FAIL_TO_PASS tests (then the
+// PASS_TO_PASS ones) in the files the test command runs, as the reset
+// test files hold them, and adds them to their file.
+func addCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, dir, gd string) *tamper.Canaries {
+	files := testFiles(t, Repo(t))
+	if len(files) == 0 {
+		return &tamper.Canaries{Unavailable: "not available: the test command names no test file"}
+	}
+	read := func(f string) (string, bool) {
+		r, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"cat", "--", f}, Cwd: dir, Timeout: time.Minute, MaxOutput: -1})
+		if err != nil || r.ExitCode != 0 {
+			return "", false
+		}
+		return string(r.Output), true
+	}
+	c := tamper.PlanPytest(narrow(t.FailToPass, files), narrow(t.PassToPass, files), read)
+	if !c.Available() {
+		return c
+	}
+	if why := tamper.Inject(ctx, box, c, path.Join(dir, c.File), gd); why != "" {
+		return &tamper.Canaries{Unavailable: "not available: " + why}
+	}
+	return c
 }

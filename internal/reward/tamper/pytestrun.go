@@ -1,12 +1,18 @@
 package tamper
 
 import (
+	"context"
 	cryptorand "crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
+	"path"
 	"strings"
+	"time"
 	"unicode"
 
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -92,4 +98,43 @@ func (c *Canaries) IsCanary(name string) bool {
 		}
 	}
 	return false
+}
+
+// DefinesTest reports whether Python source src defines test fn, in class
+// class ("" for a module-level function).
+func DefinesTest(src, class, fn string) bool {
+	_, ok := findTest(src, class, fn)
+	return ok
+}
+
+// Inject adds the canaries to the test file at file (an absolute path in
+// the box, the file Canaries.File names as the run sees it): it writes
+// the injector into dir (root's alone) and runs it as root with an
+// isolated Python that reads no site configuration, then removes it. It
+// says why it failed, "" when the canaries are in.
+func Inject(ctx context.Context, box sandbox.Sandbox, c *Canaries, file, dir string) string {
+	ic := *c
+	ic.File = file
+	var b [6]byte
+	_, _ = cryptorand.Read(b[:])
+	inj := path.Join(dir, "."+hex.EncodeToString(b[:])+".py")
+	if err := box.WriteFile(ctx, inj, ic.Injector(), 0o600); err != nil {
+		return "write the canary injector: " + err.Error()
+	}
+	res, err := box.Exec(ctx, sandbox.ExecRequest{
+		Cmd: []string{"/bin/sh", "-c", `p=$(command -v python3 || command -v python) && "$p" -I -S "$1"; rc=$?; rm -f "$1"; exit $rc`, "sh", inj},
+		Cwd: "/", Timeout: time.Minute,
+	})
+	switch {
+	case err != nil:
+		return "run the canary injector: " + err.Error()
+	case res.ExitCode != 0:
+		return fmt.Sprintf("the canary injector failed (exit %d): %s", res.ExitCode, lastLine(string(res.Output)))
+	}
+	return ""
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
