@@ -78,8 +78,11 @@ type UserRun struct {
 	// Grading is a directory from GradingDir: the script and the grading
 	// user's home go there.
 	Grading string
-	// Script is the bash script to run sealed.
-	Script string
+	// Script is the bash script to run sealed, from File (root's, mode
+	// 0644; Grading/tests.sh when empty). Bash names the file in its
+	// error messages: the grader's usual eval script path keeps the log
+	// as a run as root would print it.
+	Script, File string
 	// Lock are the hidden test files and directories (paths relative to
 	// Dir or absolute): made root's and read-only (a directory all the
 	// way down, and so is a file outside Dir), and the directories from
@@ -136,7 +139,11 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 		return nil, "", fmt.Errorf("write the grading user's git configuration: %w", err)
 	}
 	env := []string{"HOME=" + home, "GIT_CONFIG_GLOBAL=" + path.Join(r.Grading, "gitconfig")}
-	run, err := runSealed(ctx, box, sealedRun{dir: r.Dir, file: path.Join(r.Grading, "tests.sh"), script: r.Script, timeout: r.Timeout, user: GradingUser, env: env, mode: 0o644})
+	file := r.File
+	if file == "" {
+		file = path.Join(r.Grading, "tests.sh")
+	}
+	run, err := runSealed(ctx, box, sealedRun{dir: r.Dir, file: file, script: r.Script, timeout: r.Timeout, user: GradingUser, env: env, mode: 0o644})
 	if err != nil {
 		return nil, "", err
 	}

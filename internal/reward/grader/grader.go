@@ -244,7 +244,9 @@ type Options struct {
 	// tamper.ModeZero.
 	Tamper tamper.Mode
 	// SinglePhase runs a swebench eval script as one run, as root, the
-	// way it ran before phased runs (reward.RunPhased) existed.
+	// way it ran before phased runs (reward.RunPhased) existed, and the
+	// tests of r2e and swesmith tasks as root (reward.RunAsGradingUser
+	// not used).
 	SinglePhase bool
 }
 
@@ -320,7 +322,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.fromSWEFactory(rr.Result)
 		a = rr.Attempt
 	case task.GraderR2E:
-		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore})
+		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -329,7 +331,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderSWESmith:
-		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore})
+		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}

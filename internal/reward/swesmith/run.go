@@ -188,6 +188,9 @@ type RunOptions struct {
 	Patch       string        // empty: run the tests on the unpatched bug
 	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
 	Workdir     string        // empty: /testbed; ".": the box's own directory
+	// SinglePhase runs the tests as root, as before user runs (the
+	// hidden tests and canaries are put in place all the same).
+	SinglePhase bool
 	// Canaries adds mutant canaries to the reset test files (see
 	// tamper.PlanPytest); RunResult.Canaries says what they were.
 	Canaries bool
@@ -263,8 +266,11 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		if opts.Canaries {
 			rr.Canaries = addCanaries(ctx, box, t, dir, gd)
 		}
-		if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, Lock: testFilesToReset(t), Timeout: timeout}); err != nil {
-			return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
+		why = "asked for"
+		if !opts.SinglePhase {
+			if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: testFilesToReset(t), Timeout: timeout}); err != nil {
+				return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
+			}
 		}
 	} else if opts.Canaries {
 		rr.Canaries = &tamper.Canaries{Unavailable: "not available: " + why}
