@@ -150,6 +150,11 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 	return run, "", nil
 }
 
+// GitHardening is the environment that keeps a root git command from
+// running hooks or a file-system monitor the patch configured: for the
+// grader's own git commands once the patch is applied.
+func GitHardening() []string { return append([]string(nil), gitHardening...) }
+
 // rootRun runs a bash program as root, unsealed; a non-zero exit is an
 // error.
 func rootRun(ctx context.Context, box sandbox.Sandbox, what, prog string) error {

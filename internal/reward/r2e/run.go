@@ -189,7 +189,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
 	tests := path.Join(gd, RepoTests)
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", placeScript(gd)}, Cwd: dir, Timeout: 5 * time.Minute})
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", placeScript(gd)}, Cwd: dir, Env: reward.GitHardening(), Timeout: 5 * time.Minute})
 	if err != nil {
 		return nil, fmt.Errorf("task %s: put the hidden tests in place: %w", t.InstanceID, err)
 	}
