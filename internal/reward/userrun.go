@@ -89,6 +89,18 @@ type UserRun struct {
 	// Dir down to the ones inside it root's and sticky (lockScript).
 	Lock    []string
 	Timeout time.Duration
+	// Probe is a bash program run as the grading user, in Dir, before
+	// the script (see CanRun): when it fails, the script runs as root
+	// instead, with why.
+	Probe string
+}
+
+// CanRun is a bash test that the grading user can run command word w
+// (a name on PATH or a path): the file it resolves to, and the
+// interpreter its #! line names, can be executed by that user. An image
+// whose interpreter lives under root's 0700 home fails it.
+func CanRun(w string) string {
+	return fmt.Sprintf(`__w=$(command -v %s) && [ -x "$__w" ] && { __s=$(head -n 1 "$__w" 2>/dev/null | head -c 256); case "$__s" in '#!'*) __i=${__s#??}; __i=${__i# }; __i=${__i%%%% *}; [ -x "$__i" ] ;; esac; } || { echo "the grading user cannot run "%s; false; }`, shq(w), shq(w))
 }
 
 // RunAsGradingUser runs r.Script sealed as GradingUser with the hidden
@@ -139,6 +151,19 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 		return nil, "", fmt.Errorf("write the grading user's git configuration: %w", err)
 	}
 	env := []string{"HOME=" + home, "GIT_CONFIG_GLOBAL=" + path.Join(r.Grading, "gitconfig")}
+	if r.Probe != "" {
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", r.Probe}, Cwd: r.Dir, User: GradingUser, Env: env, Timeout: time.Minute, KillOthers: true})
+		if err != nil {
+			return nil, "", fmt.Errorf("probe the test command as the grading user: %w", err)
+		}
+		if res.ExitCode != 0 {
+			why := LastLine(string(res.Output))
+			if why == "" {
+				why = fmt.Sprintf("exit %d", res.ExitCode)
+			}
+			return nil, "the grading user cannot run the tests: " + why, nil
+		}
+	}
 	file := r.File
 	if file == "" {
 		file = path.Join(r.Grading, "tests.sh")

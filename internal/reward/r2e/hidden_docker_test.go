@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/r2e"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -120,6 +121,12 @@ func TestHiddenTestsDocker(t *testing.T) {
 			}
 			if rr.Phases != "phased" {
 				t.Errorf("phases %q, want phased", rr.Phases)
+			}
+			// The grading user cannot read the image's originals (to find
+			// the canaries by comparing) nor write the copy that ran.
+			probe := "cat /r2e_tests/test_calc.py >/dev/null 2>&1 && echo read-original; { echo x >> /testbed/r2e_tests/test_calc.py; } 2>/dev/null && echo wrote-copy; rm -f /testbed/r2e_tests 2>/dev/null && echo removed-link; true"
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", probe}, User: reward.GradingUser}); err != nil || strings.TrimSpace(string(res.Output)) != "" {
+				t.Errorf("as the grading user after the run: %q, %v", res.Output, err)
 			}
 			if !tc.canaries {
 				return

@@ -375,3 +375,11 @@ func TestEvaluateRunCanaries(t *testing.T) {
 		t.Errorf("must-fail canary passing: Verify = %v", got)
 	}
 }
+
+func TestProbeWords(t *testing.T) {
+	script := "#!/bin/bash\n# run pytest with python over the tests\nPYTHONPATH=. .venv/bin/python -W ignore -m pytest -rA r2e_tests\npytest -q x; python3 -c pass\npython3 again\n"
+	got := probeWords(script)
+	if want := []string{".venv/bin/python", "python3", "pytest"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("words %q, want %q", got, want)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
@@ -209,7 +210,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	var run *reward.ScriptRun
 	why := "asked for"
 	if !opts.SinglePhase {
-		if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: lock, Timeout: opts.EvalTimeout}); err != nil {
+		if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: lock, Timeout: opts.EvalTimeout, Probe: probeScript(ctx, box, gd)}); err != nil {
 			return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
 		}
 	}
@@ -234,7 +235,8 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 // reads them (in gd) and prints where the tests are: a copy of the
 // image's (SetUpTests, else ImageTests) at gd/RepoTests, linked in as
 // RepoTests over whatever the patch left there; else the repository's
-// committed RepoTests, checked out again; else none.
+// committed RepoTests, checked out again; else none. The image's own
+// copies become unreadable to other users.
 func placeScript(gd string) string {
 	tests := path.Join(gd, RepoTests)
 	return strings.Join([]string{
@@ -245,8 +247,51 @@ func placeScript(gd string) string {
 		"if [ -n \"$src\" ]; then cp -a \"$src\" " + tests + " && ln -s " + tests + " " + RepoTests + " && echo " + tests + "",
 		"elif git cat-file -e HEAD:" + RepoTests + " 2>/dev/null; then git checkout -q HEAD -- " + RepoTests + " && echo " + RepoTests,
 		"fi",
+		// The originals are root's alone: code under test that could read
+		// them would find the canaries by comparing.
+		"for d in " + SetUpTests + " " + ImageTests + "; do if [ -d \"$d\" ] && [ ! -L \"$d\" ]; then chmod go-rwx \"$d\"; fi; done",
 		"for f in " + RunTests + " run_tests.sh; do if [ -f \"$f\" ]; then cp \"$f\" " + path.Join(gd, "run_tests.sh") + "; chmod 0644 " + path.Join(gd, "run_tests.sh") + "; break; fi; done",
 	}, "\n") + "\n"
+}
+
+// Words of a run_tests.sh that name Python anywhere, or pytest as a
+// command.
+var (
+	pythonWord = lazyre.New(`(?:^|[\s;&|(])((?:\S*/)?python[0-9.]*)(?:$|[\s;&|)])`)
+	pytestCmd  = lazyre.New(`^\s*(?:\w+=\S*\s+)*((?:\S*/)?pytest)(?:$|\s)`)
+)
+
+// probeScript checks that the grading user can run every Python or pytest
+// that the copied run_tests.sh names ("" when it names none).
+func probeScript(ctx context.Context, box sandbox.Sandbox, gd string) string {
+	b, err := box.ReadFile(ctx, path.Join(gd, "run_tests.sh"))
+	if err != nil {
+		return ""
+	}
+	var lines []string
+	for _, w := range probeWords(string(b)) {
+		lines = append(lines, reward.CanRun(w))
+	}
+	return strings.Join(lines, "\n")
+}
+
+// probeWords are the distinct Python and pytest commands script names,
+// comment lines aside.
+func probeWords(script string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, l := range strings.Split(script, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		for _, m := range append(pythonWord.FindAllStringSubmatch(l, -1), pytestCmd.FindAllStringSubmatch(l, -1)...) {
+			if !seen[m[1]] {
+				seen[m[1]] = true
+				out = append(out, m[1])
+			}
+		}
+	}
+	return out
 }
 
 // addCanaries plans canaries from the expected-to-pass tests of the row

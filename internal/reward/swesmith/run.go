@@ -269,7 +269,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		}
 		why = "asked for"
 		if !opts.SinglePhase {
-			if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: testFilesToReset(t), Timeout: timeout}); err != nil {
+			if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: testFilesToReset(t), Timeout: timeout, Probe: probeScript(t)}); err != nil {
 				return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
 			}
 		}
@@ -296,6 +296,14 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	rr.CanaryStatus = rr.Result.CanaryStatus
 	return rr, nil
+}
+
+// probeScript checks that the grading user can run the test command's
+// first word (after the environment's activation, as EvalScript does).
+func probeScript(t *task.Task) string {
+	cmd, _ := TestCommand(t)
+	w, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+	return "{ source /opt/miniconda3/bin/activate && conda activate testbed; } >/dev/null 2>&1\n" + reward.CanRun(w) + "\n"
 }
 
 // addCanaries plans canaries from the FAIL_TO_PASS tests (then the
