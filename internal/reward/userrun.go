@@ -129,11 +129,7 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "mkdir -m 0700 %s\n", shq(home))
-	b.WriteString(grantScript(r.Dir, home, nil, nil))
-	// git refuses a work tree its user does not own; the tests' git
-	// trusts it through the grading user's configuration.
-	fmt.Fprintf(&b, "chown 0:0 %s\n", shq(r.Dir))
+	b.WriteString(userGrantScript(r.Dir, home))
 	b.WriteString(lockScript(r.Dir, in))
 	for _, f := range r.Lock {
 		if !path.IsAbs(f) {
@@ -173,6 +169,23 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 		return nil, "", err
 	}
 	return run, "", nil
+}
+
+// userGrantScript adds the grading user to the box, makes its home, and
+// gives it the directories that hold tracked files of the work tree (the
+// tests write caches and scratch files there). Unlike the phased install's
+// grant, untracked and ignored trees (an environment in the work tree,
+// build output) stay root's: no chown copies their files up in the
+// overlay filesystem, and the tests cannot add to them.
+func userGrantScript(dir, home string) string {
+	u := GradingUser
+	uid, gid, _ := strings.Cut(u, ":")
+	var b strings.Builder
+	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/passwd || printf '%%s\\n' '%[1]s:x:%[2]s:%[3]s:swerve grading user:%[4]s:/bin/false' >>/etc/passwd\n", GradingUserName, uid, gid, home)
+	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/group || printf '%%s\\n' '%[1]s:x:%[2]s:' >>/etc/group\n", GradingUserName, gid)
+	fmt.Fprintf(&b, "mkdir -m 0700 %[1]s && chown %[2]s %[1]s\n", shq(home), u)
+	fmt.Fprintf(&b, "git -c safe.directory='*' -C %s ls-files -z | tr '\\0' '\\n' | awk -F/ '{p=\"\"; for (i = 1; i < NF; i++) { p = (i == 1 ? $i : p \"/\" $i); print p }}' | sort -u | (cd %s && xargs -r -d '\\n' chown -h %s --)\n", shq(dir), shq(dir), u)
+	return b.String()
 }
 
 // GitHardening is the environment that keeps a root git command from

@@ -44,3 +44,42 @@ func TestCanRun(t *testing.T) {
 		})
 	}
 }
+
+// The grant gives the grading user the directories that hold tracked
+// files, and nothing else: a .venv the repository ignores stays root's.
+func TestUserGrantScript(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	dir := t.TempDir()
+	for _, f := range []string{"a/b/c.py", "top.py", ".venv/lib/x.py"} {
+		p := filepath.Join(dir, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := "cd " + dir + " && git init -q && git add a top.py && git -c user.name=t -c user.email=t@t commit -qm x"
+	if out, err := exec.Command("/bin/bash", "-c", git).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	// Only the grant's last line: the passwd and home lines are the box's.
+	lines := strings.Split(strings.TrimSpace(userGrantScript(dir, filepath.Join(dir, "home"))), "\n")
+	if out, err := exec.Command("/bin/bash", "-c", lines[len(lines)-1]).CombinedOutput(); err != nil {
+		t.Fatalf("%v %s", err, out)
+	}
+	out, err := exec.Command("/bin/bash", "-c", "cd "+dir+" && stat -c '%n %u' a a/b .venv .venv/lib top.py").CombinedOutput()
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _, _ := strings.Cut(GradingUser, ":")
+	want := "a " + uid + "\na/b " + uid + "\n.venv 0\n.venv/lib 0\ntop.py 0\n"
+	if string(out) != want {
+		t.Errorf("owners:\n%s\nwant:\n%s", out, want)
+	}
+}
