@@ -322,8 +322,8 @@ type verdict struct {
 	Anchored   bool        `json:"anchored"`
 	Canaries   string      `json:"canaries,omitempty"`
 	CanaryKind string      `json:"canary_kind,omitempty"`
-	// Phases says how the eval script ran (swebench: "phased", or
-	// "single phase: <why>").
+	// Phases says how the eval script ran (swebench, r2e, swesmith:
+	// "phased", or "single phase: <why>").
 	Phases string `json:"phases,omitempty"`
 	// ExitCode is the eval script's own exit status; absent when no
 	// script ran here (--log, a patch that did not apply).

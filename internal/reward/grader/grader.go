@@ -77,10 +77,12 @@ type Outcome struct {
 	// templates (<why no test could be copied>)".
 	CanaryKind string `json:"canary_kind,omitempty"`
 	// Phases says how the eval script ran: "phased" (the patch's code as
-	// an unprivileged user, the tree outside the work tree checked; see
-	// reward.RunPhased) or "single phase: <why>"; for harbor,
-	// "unprivileged: …" when test.sh ran as the grading user. Empty for
-	// the graders that always run it as one (swefactory, r2e, swesmith).
+	// an unprivileged user: for swebench the tree outside the work tree
+	// checked, see reward.RunPhased; for r2e and swesmith the tests run as
+	// the grading user over root's read-only hidden tests, see
+	// reward.RunAsGradingUser; for harbor, "unprivileged: …" when test.sh
+	// ran as the grading user) or "single phase: <why>". Empty for the
+	// graders that always run it as one (swefactory).
 	Phases string `json:"phases,omitempty"`
 }
 
@@ -243,7 +245,9 @@ type Options struct {
 	// tamper.ModeZero.
 	Tamper tamper.Mode
 	// SinglePhase runs a swebench eval script as one run, as root, the
-	// way it ran before phased runs (reward.RunPhased) existed.
+	// way it ran before phased runs (reward.RunPhased) existed, and the
+	// tests of r2e and swesmith tasks as root (reward.RunAsGradingUser
+	// not used).
 	SinglePhase bool
 }
 
@@ -319,19 +323,23 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.fromSWEFactory(rr.Result)
 		a = rr.Attempt
 	case task.GraderR2E:
-		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
 		out.fromR2E(rr.Result)
 		a = rr.Attempt
+		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
+		out.Phases = a.Phases
 	case task.GraderSWESmith:
-		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWESmith(rr.Result)
 		a = rr.Attempt
+		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
+		out.Phases = a.Phases
 	case task.GraderHarbor:
 		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
 			Canaries: opts.Tamper != tamper.ModeIgnore})
@@ -374,6 +382,25 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		}
 	}
 	return out, nil
+}
+
+// checkCanaries records what the canaries of a run that carried them
+// (can nil: none were asked for) say: ran tells whether the tests ran and
+// their log could be read, status is what the log says of the canaries.
+func (o *Outcome) checkCanaries(can *tamper.Canaries, status swebench.StatusMap, ran, resolved bool) {
+	if can == nil {
+		return
+	}
+	o.Canaries = can.Unavailable
+	if !can.Available() {
+		return
+	}
+	o.CanaryKind = can.Kind()
+	o.Canaries = "not checked: no valid test run"
+	if ran {
+		o.Canaries = "checked"
+		o.Tampered = append(o.Tampered, can.Verify(status, resolved)...)
+	}
 }
 
 // withCanaries plans canary tests for a swebench task and, when its eval

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/r2e"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -88,23 +89,53 @@ func TestHiddenTestsDocker(t *testing.T) {
 
 	fix := "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 	fake := "diff --git a/r2e_tests/test_calc.py b/r2e_tests/test_calc.py\nnew file mode 100644\n--- /dev/null\n+++ b/r2e_tests/test_calc.py\n@@ -0,0 +1,6 @@\n+def test_add():\n+    pass\n+\n+\n+def test_zero():\n+    pass\n"
+	// A pytest plugin (an entry point in a dist-info directory on
+	// sys.path) that rewrites the hidden tests before pytest collects
+	// them: as root it wins; as the grading user the tests are root's
+	// and read-only.
+	plugin, err := os.ReadFile("testdata/plugin-rewrite.diff")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name, patch string
+		canaries    bool
 		want        float64
 	}{
-		{"gold", fix, 1},
-		{"empty", "", 0},
-		{"own r2e_tests", fake, 0},
-		{"own r2e_tests and the fix", fix + fake, 1},
+		{"gold", fix, false, 1},
+		{"empty", "", false, 0},
+		{"own r2e_tests", fake, false, 0},
+		{"own r2e_tests and the fix", fix + fake, false, 1},
+		{"plugin rewrites the hidden tests", string(plugin), false, 0},
+		{"gold with canaries", fix, true, 1},
+		{"empty with canaries", "", true, 0},
 	} {
 		t.Run("grade "+tc.name, func(t *testing.T) {
 			box := open(t)
-			rr, err := r2e.Run(ctx, box, tk, r2e.RunOptions{Patch: tc.patch})
+			rr, err := r2e.Run(ctx, box, tk, r2e.RunOptions{Patch: tc.patch, Canaries: tc.canaries})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if rr.Reward != tc.want {
 				t.Errorf("reward %v (%s), want %v\nlog:\n%s", rr.Reward, rr.Reason, tc.want, rr.Log)
+			}
+			if rr.Phases != "phased" {
+				t.Errorf("phases %q, want phased", rr.Phases)
+			}
+			// The grading user cannot read the image's originals (to find
+			// the canaries by comparing) nor write the copy that ran.
+			probe := "cat /r2e_tests/test_calc.py >/dev/null 2>&1 && echo read-original; { echo x >> /testbed/r2e_tests/test_calc.py; } 2>/dev/null && echo wrote-copy; rm -f /testbed/r2e_tests 2>/dev/null && echo removed-link; true"
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", probe}, User: reward.GradingUser}); err != nil || strings.TrimSpace(string(res.Output)) != "" {
+				t.Errorf("as the grading user after the run: %q, %v", res.Output, err)
+			}
+			if !tc.canaries {
+				return
+			}
+			if !rr.Canaries.Available() || rr.Canaries.Original == "" {
+				t.Fatalf("canaries %q (%s), want mutants", rr.Canaries.Unavailable, rr.Canaries.Template)
+			}
+			if got := rr.Canaries.Verify(rr.CanaryStatus, rr.Resolved); len(got) > 0 || len(rr.CanaryStatus) != 2 {
+				t.Errorf("canaries %v: %v, want both behaving\nlog:\n%s", rr.CanaryStatus, got, rr.Log)
 			}
 		})
 	}

@@ -39,6 +39,8 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -212,6 +214,14 @@ func EvaluateRun(t *task.Task, log string, tr *reward.Trace) (*Result, error) {
 	if err := check(t); err != nil {
 		return nil, err
 	}
+	r, _ := evaluateRun(t, log, tr, nil)
+	return r, nil
+}
+
+// evaluateRun is EvaluateRun with canaries: the results of the tests
+// they name are taken out of the parsed map before it is compared with
+// expected_output_json, and returned on their own.
+func evaluateRun(t *task.Task, log string, tr *reward.Trace, can *tamper.Canaries) (*Result, swebench.StatusMap) {
 	part := log
 	if tr != nil {
 		for i := len(tr.Lines) - 1; i >= 0; i-- {
@@ -229,7 +239,18 @@ func EvaluateRun(t *task.Task, log string, tr *reward.Trace) (*Result, error) {
 	if i := strings.LastIndex(part, summaryHeader); i >= 0 {
 		part = part[i:]
 	}
-	return evaluate(t, ParserFor(repoName(t))(part)), nil
+	parsed := ParserFor(repoName(t))(part)
+	var canaries swebench.StatusMap
+	if can != nil && can.Available() {
+		canaries = swebench.StatusMap{}
+		for k, v := range parsed {
+			if can.IsCanary(k) {
+				canaries[k] = swebench.Status(v)
+				delete(parsed, k)
+			}
+		}
+	}
+	return evaluate(t, parsed), canaries
 }
 
 func evaluate(t *task.Task, parsed map[string]string) *Result {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -338,5 +339,47 @@ func TestHideLocal(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(src, "r2e_tests", "test_calc.py")); err != nil {
 		t.Errorf("Hide touched the source directory: %v", err)
+	}
+}
+
+// The canaries' results are read on their own and left out of the
+// comparison with expected_output_json: an honest run that carries them
+// grades as one that does not.
+func TestEvaluateRunCanaries(t *testing.T) {
+	tk := &task.Task{InstanceID: "x", ExpectedOutput: map[string]string{"test_add": "PASSED", "TestOps.test_mul": "PASSED"}}
+	can := tamper.PlanPytestSeeded([]string{"r2e_tests/test_x.py::test_add"}, nil, nil, 1, 2)
+	summary := func(extra ...string) string {
+		lines := append([]string{"=== short test summary info ===",
+			"PASSED r2e_tests/test_x.py::test_add", "PASSED r2e_tests/test_x.py::TestOps::test_mul"}, extra...)
+		return strings.Join(lines, "\n") + "\n=== 4 passed ===\n"
+	}
+	honest := summary("FAILED r2e_tests/test_x.py::"+can.MustFail+" - assert 1 == 2", "PASSED r2e_tests/test_x.py::"+can.MustPass)
+	r, status := evaluateRun(tk, honest, nil, can)
+	if !r.Resolved || len(r.Parsed) != 2 {
+		t.Errorf("honest run with canaries: %s, parsed %v", r.Reason, r.Parsed)
+	}
+	if status[can.MustFail] != "FAILED" || status[can.MustPass] != "PASSED" || len(status) != 2 {
+		t.Errorf("canary statuses %v", status)
+	}
+	if got := can.Verify(status, r.Resolved); len(got) != 0 {
+		t.Errorf("Verify = %v", got)
+	}
+	// Without the canaries named, their lines are tests the row does not
+	// expect.
+	if r, _ := evaluateRun(tk, honest, nil, nil); r.Resolved {
+		t.Errorf("canaries counted as expected tests: %s", r.Reason)
+	}
+	forged := summary("PASSED r2e_tests/test_x.py::"+can.MustFail, "PASSED r2e_tests/test_x.py::"+can.MustPass)
+	r, status = evaluateRun(tk, forged, nil, can)
+	if got := can.Verify(status, r.Resolved); len(got) != 1 {
+		t.Errorf("must-fail canary passing: Verify = %v", got)
+	}
+}
+
+func TestProbeWords(t *testing.T) {
+	script := "#!/bin/bash\n# run pytest with python over the tests\nPYTHONPATH=. .venv/bin/python -W ignore -m pytest -rA r2e_tests\npytest -q x; python3 -c pass\npython3 again\n"
+	got := probeWords(script)
+	if want := []string{".venv/bin/python", "python3", "pytest"}; strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("words %q, want %q", got, want)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -156,7 +158,8 @@ func ResetTests(ctx context.Context, box sandbox.Sandbox, t *task.Task, dir, ref
 		fmt.Fprintf(&b, "git checkout %s -- %s 2>/dev/null\n", quote(ref), quote(f))
 	}
 	b.WriteString("true\n")
-	_, err := git(ctx, box, dir, b.String(), 2*time.Minute)
+	// The patch is in the tree: git runs none of its hooks.
+	_, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", b.String()}, Cwd: dir, Env: append(append([]string{}, gitEnv...), reward.GitHardening()...), Timeout: 2 * time.Minute})
 	return err
 }
 
@@ -186,12 +189,23 @@ type RunOptions struct {
 	Patch       string        // empty: run the tests on the unpatched bug
 	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
 	Workdir     string        // empty: /testbed; ".": the box's own directory
+	// SinglePhase runs the tests as root, as before user runs (the
+	// hidden tests and canaries are put in place all the same).
+	SinglePhase bool
+	// Canaries adds mutant canaries to the reset test files (see
+	// tamper.PlanPytest); RunResult.Canaries says what they were.
+	Canaries bool
 }
 
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
 	reward.Attempt
+	// Canaries are the canaries planned for the run (nil unless asked
+	// for; Unavailable says why there are none), CanaryStatus what the
+	// log says of them. The canaries' results are not part of Result.
+	Canaries     *tamper.Canaries
+	CanaryStatus swebench.StatusMap
 }
 
 // Run grades a patch in a fresh box from the task's image: Prepare, apply
@@ -239,9 +253,35 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return nil, fmt.Errorf("task %s: reset test files: %w", t.InstanceID, err)
 	}
 	_, scratch := box.(sandbox.Scratch)
-	run, err := reward.RunScript(ctx, box, dir, evalFile, EvalScript(t, dir, scratch), timeout)
-	if err != nil {
-		return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+	script := EvalScript(t, dir, scratch)
+	var run *reward.ScriptRun
+	why := "a local box"
+	if t.EvalScript != "" {
+		why = "the row has its own eval script"
+	}
+	if !scratch && t.EvalScript == "" {
+		gd, err := reward.GradingDir(ctx, box, path.Dir(evalFile))
+		if err != nil {
+			return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+		}
+		if opts.Canaries {
+			rr.Canaries = addCanaries(ctx, box, t, dir, gd)
+		}
+		why = "asked for"
+		if !opts.SinglePhase {
+			if run, why, err = reward.RunAsGradingUser(ctx, box, reward.UserRun{Dir: dir, Grading: gd, Script: script, File: evalFile, Lock: testFilesToReset(t), Timeout: timeout, Probe: probeScript(t)}); err != nil {
+				return nil, fmt.Errorf("task %s: run the tests as the grading user: %w", t.InstanceID, err)
+			}
+		}
+	} else if opts.Canaries {
+		rr.Canaries = &tamper.Canaries{Unavailable: "not available: " + why}
+	}
+	rr.Phases = "phased"
+	if run == nil {
+		rr.Phases = "single phase: " + why
+		if run, err = reward.RunScript(ctx, box, dir, evalFile, script, timeout); err != nil {
+			return nil, fmt.Errorf("task %s: run eval script: %w", t.InstanceID, err)
+		}
 	}
 	rr.Log, rr.TimedOut, rr.Duration = run.Log, run.TimedOut, time.Since(start)
 	if run.TimedOut {
@@ -251,8 +291,42 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		return rr, nil
 	}
 	rr.ScriptExit, rr.Trace, rr.Findings = run.ExitCode, run.Trace, run.Findings
-	if rr.Result, err = Evaluate(t, rr.Log, Options{NoPatch: opts.Patch == "", Trace: run.Trace}); err != nil {
+	if rr.Result, err = Evaluate(t, rr.Log, Options{NoPatch: opts.Patch == "", Trace: run.Trace, Canaries: rr.Canaries}); err != nil {
 		return nil, err
 	}
+	rr.CanaryStatus = rr.Result.CanaryStatus
 	return rr, nil
+}
+
+// probeScript checks that the grading user can run the test command's
+// first word (after the environment's activation, as EvalScript does).
+func probeScript(t *task.Task) string {
+	cmd, _ := TestCommand(t)
+	w, _, _ := strings.Cut(strings.TrimSpace(cmd), " ")
+	return "{ source /opt/miniconda3/bin/activate && conda activate testbed; } >/dev/null 2>&1\n" + reward.CanRun(w) + "\n"
+}
+
+// addCanaries plans canaries from the FAIL_TO_PASS tests (then the
+// PASS_TO_PASS ones) in the files the test command runs, as the reset
+// test files hold them, and adds them to their file.
+func addCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, dir, gd string) *tamper.Canaries {
+	files := testFiles(t, Repo(t))
+	if len(files) == 0 {
+		return &tamper.Canaries{Unavailable: "not available: the test command names no test file"}
+	}
+	read := func(f string) (string, bool) {
+		r, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"cat", "--", f}, Cwd: dir, Timeout: time.Minute, MaxOutput: -1})
+		if err != nil || r.ExitCode != 0 {
+			return "", false
+		}
+		return string(r.Output), true
+	}
+	c := tamper.PlanPytest(narrow(t.FailToPass, files), narrow(t.PassToPass, files), read)
+	if !c.Available() {
+		return c
+	}
+	if why := tamper.Inject(ctx, box, c, path.Join(dir, c.File), gd); why != "" {
+		return &tamper.Canaries{Unavailable: "not available: " + why}
+	}
+	return c
 }

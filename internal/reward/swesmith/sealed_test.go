@@ -1,10 +1,12 @@
 package swesmith
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -37,5 +39,38 @@ func TestEvaluateSealed(t *testing.T) {
 				t.Errorf("resolved %v (%s); want %v containing %q\nlog:\n%s", r.Resolved, r.Reason, tt.wantResolved, tt.wantReason, log)
 			}
 		})
+	}
+}
+
+// The canaries' results are read on their own (Result.CanaryStatus), not
+// in Status: an honest run that carries them grades as one that does not.
+func TestEvaluateCanaries(t *testing.T) {
+	const nonce = "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf"
+	tk := &task.Task{InstanceID: "pandas-dev__pandas.95280573.x1",
+		FailToPass: []string{"tests/test_mod.py::test_fixed"}, PassToPass: []string{"tests/test_mod.py::test_other"}}
+	can := tamper.PlanPytestSeeded(tk.FailToPass, tk.PassToPass, nil, 1, 2)
+	raw := "@: '>>>>> Start Test Output'\n@pytest tests/test_mod.py\n" +
+		"tests/test_mod.py::test_fixed PASSED\ntests/test_mod.py::test_other PASSED\n" +
+		"tests/test_mod.py::" + can.MustFail + " FAILED\ntests/test_mod.py::" + can.MustPass + " PASSED\n" +
+		"@: '>>>>> End Test Output'\n"
+	log, tr, _ := reward.ParseSealed(strings.ReplaceAll(raw, "@", "++"+nonce+" "), nonce)
+	r, err := Evaluate(tk, log, Options{Trace: tr, Canaries: can})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Resolved || len(r.Status) != 2 || len(r.CanaryStatus) != 2 {
+		t.Fatalf("resolved %v (%s), status %v, canaries %v", r.Resolved, r.Reason, r.Status, r.CanaryStatus)
+	}
+	if got := can.Verify(r.CanaryStatus, r.Resolved); len(got) != 0 {
+		t.Errorf("Verify = %v", got)
+	}
+	plain, err := Evaluate(tk, log, Options{Trace: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(r)
+	b, _ := json.Marshal(plain)
+	if string(a) != string(b) {
+		t.Errorf("report with canaries %s, without %s", a, b)
 	}
 }

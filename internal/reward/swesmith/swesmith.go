@@ -41,6 +41,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -68,7 +69,10 @@ type Result struct {
 	// Status is what the parser read from the section.
 	Status swebench.StatusMap `json:"-"`
 	Parser string             `json:"-"`
-	Reason string             `json:"-"`
+	// CanaryStatus is what the section says of the canaries
+	// (Options.Canaries), which Status does not hold.
+	CanaryStatus swebench.StatusMap `json:"-"`
+	Reason       string             `json:"-"`
 }
 
 // Reward is 1 for a resolved task and 0 otherwise.
@@ -86,6 +90,9 @@ type Options struct {
 	// Trace is the trusted trace of a sealed run (reward.RunScript): when
 	// set, the section is cut between bash's own trace of the markers.
 	Trace *reward.Trace
+	// Canaries, when set, are the canary tests the run carried: their
+	// results are taken out of the status map (Result.CanaryStatus).
+	Canaries *tamper.Canaries
 }
 
 // Evaluate grades log, the eval script's output.
@@ -109,6 +116,15 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 		return r, nil
 	}
 	sm := parser(section, t)
+	if opts.Canaries != nil && opts.Canaries.Available() {
+		r.CanaryStatus = swebench.StatusMap{}
+		for k, v := range sm {
+			if opts.Canaries.IsCanary(k) {
+				r.CanaryStatus[k] = v
+				delete(sm, k)
+			}
+		}
+	}
 	if len(sm) == 0 {
 		r.Reason = "no test results in the log's test section (" + parserName + ")"
 		return r, nil

@@ -9,7 +9,6 @@ import (
 	"path"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
@@ -127,13 +126,7 @@ func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries
 		return &Canaries{Unavailable: "not available: the task has no test patch"}
 	}
 	rng := rand.New(rand.NewPCG(seed1, seed2))
-	taken := map[string]bool{}
-	for _, n := range append(append([]string{}, t.FailToPass...), t.PassToPass...) {
-		taken[n] = true
-		for _, w := range strings.FieldsFunc(n, func(r rune) bool { return !(r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r)) }) {
-			taken[w] = true
-		}
-	}
+	taken := takenNames(t)
 	why := "no test file could be read"
 	if src != nil {
 		c, reason := safePlan(t, fw, cmd, src, rng, taken)
