@@ -35,6 +35,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -404,7 +405,9 @@ func HiddenTests(t *task.Task) []HiddenFile {
 		}
 		hf := HiddenFile{Path: path.Clean(f.path), Created: true}
 		if f.text {
-			hf.Blob = BlobID([]byte(f.content))
+			if content, err := tamper.ApplyTestPatch(t.TestPatch, f.path, ""); err == nil {
+				hf.Blob = BlobID([]byte(content))
+			}
 		}
 		out = append(out, hf)
 	}
@@ -423,82 +426,44 @@ type patchFile struct {
 	path    string
 	created bool
 	other   bool // deleted, renamed, copied, mode change or binary
-	text    bool // a single text hunk: content is the whole file
-	content string
-	hunks   []hunk
+	text    bool // created from text
+	hunks   int
 }
 
-// hunk is one hunk of a text diff: where it starts in the old file, and
-// its lines with their first character (' ', '-', '+').
-type hunk struct {
-	oldStart, oldCount int
-	lines              []string
-}
-
-// splitFiles reads the files a git diff creates, with the content of the
-// ones it creates from text.
+// splitFiles reads what a git diff does to each file it names (the
+// content is left to tamper.ApplyTestPatch, the one applier).
 func splitFiles(patch string) []patchFile {
 	var files []patchFile
 	var cur *patchFile
-	hunks := 0
-	var content strings.Builder
-	noNL := false
 	flush := func() {
 		if cur == nil {
 			return
 		}
-		if cur.created && hunks == 1 {
-			cur.text = true
-			cur.content = content.String()
-			if noNL {
-				cur.content = strings.TrimSuffix(cur.content, "\n")
-			}
-		}
+		cur.text = cur.created && !cur.other && cur.hunks > 0
 		files = append(files, *cur)
 	}
-	lines := strings.SplitAfter(patch, "\n")
 	inHunk := false
-	for _, l := range lines {
+	for _, l := range strings.SplitAfter(patch, "\n") {
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			flush()
 			f := strings.Fields(l)
 			cur = &patchFile{path: strings.TrimPrefix(f[len(f)-1], "b/")}
-			hunks, inHunk, noNL = 0, false, false
-			content.Reset()
+			inHunk = false
 		case cur == nil:
-		case !inHunk && strings.HasPrefix(l, "new file mode"):
+		case strings.HasPrefix(l, "@@ "):
+			cur.hunks++
+			inHunk = true
+		case inHunk:
+		case strings.HasPrefix(l, "new file mode"):
 			cur.created = true
-		case !inHunk && strings.HasPrefix(l, "+++ "):
+		case strings.HasPrefix(l, "+++ "):
 			if p := strings.TrimSpace(strings.TrimPrefix(l, "+++ ")); p != "/dev/null" {
 				cur.path = strings.TrimPrefix(p, "b/")
 			}
-		case strings.HasPrefix(l, "@@ "):
-			hunks++
-			inHunk = true
-			h := hunk{oldCount: 1}
-			old, _, _ := strings.Cut(strings.TrimPrefix(l, "@@ -"), " ")
-			a, b, hasCount := strings.Cut(old, ",")
-			h.oldStart, _ = strconv.Atoi(a)
-			if hasCount {
-				h.oldCount, _ = strconv.Atoi(b)
-			}
-			cur.hunks = append(cur.hunks, h)
-		case inHunk && strings.HasPrefix(l, "+"):
-			content.WriteString(l[1:])
-			cur.hunks[len(cur.hunks)-1].addLine(l)
-		case inHunk && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")):
-			cur.hunks[len(cur.hunks)-1].addLine(l)
-		case inHunk && strings.HasPrefix(l, `\`):
-			noNL = true
-			if h := &cur.hunks[len(cur.hunks)-1]; len(h.lines) > 0 {
-				h.lines[len(h.lines)-1] = strings.TrimSuffix(h.lines[len(h.lines)-1], "\n")
-			}
-		case !inHunk && (strings.HasPrefix(l, "deleted file mode") || strings.HasPrefix(l, "rename from") ||
-			strings.HasPrefix(l, "copy from") || strings.HasPrefix(l, "old mode")):
-			cur.other = true
-		case !inHunk && (strings.HasPrefix(l, "GIT binary patch") || strings.HasPrefix(l, "Binary files")):
-			hunks = 2 // not text
+		case strings.HasPrefix(l, "deleted file mode"), strings.HasPrefix(l, "rename from"),
+			strings.HasPrefix(l, "copy from"), strings.HasPrefix(l, "old mode"),
+			strings.HasPrefix(l, "GIT binary patch"), strings.HasPrefix(l, "Binary files"):
 			cur.other = true
 		}
 	}
@@ -514,54 +479,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-func (h *hunk) addLine(l string) {
-	if l == "" {
-		return
-	}
-	h.lines = append(h.lines, l)
-}
-
-// apply applies the hunks to pre; false when they do not fit it exactly.
-func apply(pre string, hunks []hunk) (string, bool) {
-	lines := strings.SplitAfter(pre, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	var out strings.Builder
-	pos := 0
-	for _, h := range hunks {
-		start := h.oldStart - 1
-		if h.oldCount == 0 {
-			start = h.oldStart // an insertion: after line oldStart
-		}
-		if start < pos || start > len(lines) {
-			return "", false
-		}
-		for _, l := range lines[pos:start] {
-			out.WriteString(l)
-		}
-		pos = start
-		for _, l := range h.lines {
-			switch l[0] {
-			case ' ', '-':
-				if pos >= len(lines) || lines[pos] != l[1:] {
-					return "", false
-				}
-				if l[0] == ' ' {
-					out.WriteString(lines[pos])
-				}
-				pos++
-			case '+':
-				out.WriteString(l[1:])
-			}
-		}
-	}
-	for _, l := range lines[pos:] {
-		out.WriteString(l)
-	}
-	return out.String(), true
-}
-
 // changedBlobs are the blob ids of the files the test patch changes (not
 // creates), as they are after the patch: their content before it is read
 // from the work tree, which is at HEAD before an agent starts. A file whose
@@ -572,14 +489,14 @@ func changedBlobs(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdi
 	}
 	var out []string
 	for _, f := range splitFiles(t.TestPatch) {
-		if f.created || f.other || len(f.hunks) == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
+		if f.created || f.other || f.hunks == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
 			continue
 		}
 		pre, err := box.ReadFile(ctx, path.Join(workdir, f.path))
 		if err != nil {
 			continue
 		}
-		if post, ok := apply(string(pre), f.hunks); ok {
+		if post, err := tamper.ApplyTestPatch(t.TestPatch, f.path, string(pre)); err == nil {
 			out = append(out, BlobID([]byte(post)))
 		}
 	}

@@ -398,3 +398,18 @@ func TestStripLeavesSharedGitDirs(t *testing.T) {
 		t.Errorf("the other checkout lost its branch fix: %q", got)
 	}
 }
+
+// A created test file whose last line has no line end: its blob id is
+// git's (the content comes from tamper.ApplyTestPatch, the one applier).
+func TestHiddenTestsNoNewline(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "tests/t.py", "def test():\n    pass")
+	git(t, dir, "add", "-N", "tests/t.py")
+	patch := git(t, dir, "diff") + "\n"
+	want := git(t, dir, "hash-object", "tests/t.py")
+	got := history.HiddenTests(&task.Task{TestPatch: patch})
+	if len(got) != 1 || got[0].Blob != want {
+		t.Errorf("HiddenTests = %+v; git's blob is %s\n%s", got, want, patch)
+	}
+}
