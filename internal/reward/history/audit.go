@@ -19,7 +19,8 @@ type Audit struct {
 	Image string `json:"image"`
 	// Instances are the tasks that use the image.
 	Instances []string `json:"instance_ids"`
-	// BaseCommit is the task's; HeadIsBase says the repository's HEAD is it.
+	// BaseCommit is the task's; HeadIsBase says the repository's HEAD is
+	// it (always, for datasets whose HEAD is not promised: see ExpectedHead).
 	BaseCommit string `json:"base_commit,omitempty"`
 	HeadIsBase bool   `json:"head_is_base"`
 	// Proof is the history proof of the image as it is (see Prove): its
@@ -91,7 +92,7 @@ func AuditBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir st
 		return nil, err
 	}
 	a.Proof = p
-	a.HeadIsBase = t.BaseCommit == "" || p.Head == t.BaseCommit
+	a.HeadIsBase = !p.HeadNotBase
 	if !p.NoRepo {
 		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(`git rev-list --all --reflog --count --since=$(( $(git log -1 --format=%ct HEAD) + 1 ))`), Cwd: workdir, Timeout: 5 * time.Minute})
 		if err != nil {

@@ -49,6 +49,11 @@ type Proof struct {
 	// prove; Clean is then true).
 	NoRepo bool   `json:"no_repo,omitempty"`
 	Head   string `json:"head,omitempty"`
+	// BaseCommit is the commit HEAD was checked against (see
+	// ExpectedHead); empty when the task's dataset does not promise one.
+	BaseCommit string `json:"base_commit,omitempty"`
+	// HeadNotBase: HEAD is not BaseCommit (a finding; no strip mends it).
+	HeadNotBase bool `json:"head_not_base,omitempty"`
 	// Branch is the checked-out branch; empty when HEAD is detached.
 	Branch string `json:"branch,omitempty"`
 	// Tags kept (each in HEAD's history).
@@ -65,6 +70,9 @@ type Proof struct {
 	Fingerprint string `json:"git_fingerprint,omitempty"`
 	// Findings name what was found past HEAD, one a line.
 	Findings []string `json:"findings,omitempty"`
+	// Notes name what was found that is not the future (a hidden test's
+	// content already in base_commit's own history), one a line.
+	Notes []string `json:"notes,omitempty"`
 	// Seconds is how long the proof (and the strip, when Stripped) took.
 	Seconds float64 `json:"seconds"`
 }
@@ -167,12 +175,24 @@ git count-objects -v | sed 's/^/count /'
 ls "$gd/objects/pack" 2>/dev/null | sed 's/^/pack /'
 echo "beyond $(git rev-list --use-bitmap-index --count --all --not HEAD 2>&1)"
 echo "reachable $(git rev-list --objects --all --use-bitmap-index --count 2>&1)"
+found=""
 for a in "$@"; do
   case "$a" in
   p:*) [ -e "${a#p:}" ] || [ -L "${a#p:}" ] && echo "testfile ${a#p:}" ;;
-  b:*) git cat-file -e "${a#b:}" 2>/dev/null && echo "testblob ${a#b:}" ;;
+  b:*) git cat-file -e "${a#b:}" 2>/dev/null && found="$found ${a#b:}" ;;
   esac
 done
+# A hidden test's blob that HEAD reaches is base_commit's own past (the file
+# had that content once), not the future: only then is the whole history
+# listed.
+if [ -n "$found" ]; then
+  set --
+  for id in $found; do set -- "$@" -e "$id"; done
+  past=$(git rev-list --objects --use-bitmap-index HEAD 2>/dev/null | cut -d' ' -f1 | grep -xF "$@")
+  for id in $found; do
+    if printf '%s\n' "$past" | grep -qxF "$id"; then echo "pastblob $id"; else echo "testblob $id"; fi
+  done
+fi
 echo "end"
 `
 
@@ -239,8 +259,39 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 		return nil, fmt.Errorf("prove history: exit %d: %s", res.ExitCode, lastLines(out, 3))
 	}
 	p := judge(out, hidden)
+	// A local box's repository is a copy of a directory on the host (or one
+	// swerve committed it into): its HEAD is the user's, not the image's.
+	_, local := box.(sandbox.Scratch)
+	if want := ExpectedHead(t); want != "" && !p.NoRepo && !local {
+		p.BaseCommit = want
+		if p.Head != "" && !strings.HasPrefix(p.Head, strings.ToLower(want)) {
+			p.HeadNotBase, p.Clean = true, false
+			p.Findings = append(p.Findings, fmt.Sprintf("HEAD is %s, not the task's base_commit %s", p.Head, want))
+		}
+	}
 	p.Seconds = time.Since(start).Seconds()
 	return p, nil
+}
+
+// ExpectedHead is the commit t's box must have checked out before an agent
+// starts: its base_commit, for the datasets whose images promise HEAD at
+// it (SWE-bench and its kin, SWE-Factory, NeMo Gym, swerve's own rows).
+// SWE-smith's base_commit names the bug commit on a branch of its mirror,
+// which the image does not hold (the bug is checked out or rebuilt only in
+// the grading box), and R2E-Gym and Harbor rows make no such promise, so
+// for those, for tasks without a base_commit and for tasks whose box is a
+// copy of a directory (source_dir), it is "".
+func ExpectedHead(t *task.Task) string {
+	if t == nil || t.SourceDir != "" {
+		return ""
+	}
+	switch {
+	case t.Grader == task.GraderSWESmith, t.Dialect == task.DialectSWESmith,
+		t.Grader == task.GraderR2E, t.Dialect == task.DialectR2E,
+		t.Grader == task.GraderHarbor, t.Dialect == task.DialectHarbor:
+		return ""
+	}
+	return strings.TrimSpace(t.BaseCommit)
 }
 
 // Secure proves the box, strips it when the proof finds anything, and
@@ -249,7 +300,7 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Proof, error) {
 	start := time.Now()
 	p, err := Prove(ctx, box, t, workdir)
-	if err != nil || p.Clean {
+	if err != nil || p.Clean || p.HeadNotBase {
 		return p, err
 	}
 	if err := Strip(ctx, box, workdir); err != nil {
@@ -333,6 +384,8 @@ func judge(out string, hidden []HiddenFile) *Proof {
 			find("hidden test file in the work tree: %s", rest)
 		case "testblob":
 			find("hidden test content among the git objects: blob %s", rest)
+		case "pastblob":
+			p.Notes = append(p.Notes, "hidden test content in base_commit's history (HEAD reaches it): blob "+rest)
 		}
 	}
 	if p.Head == "" {
