@@ -62,6 +62,10 @@ type Proof struct {
 	// many of them the kept refs reach.
 	Objects   int64 `json:"objects"`
 	Reachable int64 `json:"reachable"`
+	// Submodules counts the submodules' git directories proved with it
+	// (under .git/modules, or a submodule's own .git directory); their
+	// findings are named after them.
+	Submodules int `json:"submodules,omitempty"`
 	// Stripped says Strip ran in this box (the image was not prepared).
 	Stripped bool `json:"stripped,omitempty"`
 	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
@@ -114,8 +118,26 @@ var pseudo = []string{
 	"info/refs", "objects/info/alternates", "objects/info/http-alternates",
 }
 
+// submodsFn lists, one a line, the git directories of the repository's
+// submodules: those git keeps under .git/modules (nested ones included) and
+// those a submodule's work tree holds itself (<path>/.git a directory).
+// Each is a repository of its own that can hold its project's future.
+const submodsFn = `submods() {
+  if [ -d "$gd/modules" ]; then
+    find "$gd/modules" -type f -name HEAD 2>/dev/null | while IFS= read -r h; do
+      d=${h%/HEAD}; if [ -d "$d/objects" ] && [ -d "$d/refs" ]; then echo "$d"; fi
+    done
+  fi
+  git ls-files -s 2>/dev/null | grep '^160000 ' | cut -f2- | while IFS= read -r p; do
+    if [ -d "$p/.git" ] && [ ! -L "$p/.git" ]; then (cd "$p/.git" && pwd -P); fi
+  done
+  true
+}
+`
+
 // stripScript runs in the repository ($1). It keeps HEAD, its branch and the
-// tags in HEAD's history, and drops everything else.
+// tags in HEAD's history, and drops everything else; then it does the same
+// in each submodule's git directory.
 const stripScript = `set -eu
 export GIT_NO_REPLACE_OBJECTS=1
 cd "$1"
@@ -127,6 +149,9 @@ top=$(git rev-parse --show-toplevel)
 if [ "$gd" != "$top/.git" ] || [ -L "$top/.git" ] || [ -L "$gd/objects" ] || [ -L "$gd/refs" ]; then
   echo "the git directory $gd is not the repository's own: not stripped"; exit 3
 fi
+` + submodsFn + `strip() (
+export GIT_DIR="$1"
+g="$1"
 head=$(git rev-parse --verify -q HEAD^{commit})
 branch=$(git symbolic-ref -q HEAD || true)
 for r in $(git remote); do git remote remove "$r" >/dev/null 2>&1 || true; done
@@ -141,40 +166,61 @@ git for-each-ref --format='%(refname)' | while IFS= read -r ref; do
   esac
   git update-ref --no-deref -d "$ref" 2>/dev/null || {
     # a ref git cannot parse: remove it by hand
-    rm -f "$gd/$ref"; git pack-refs --all --prune; }
+    rm -f "$g/$ref"; git pack-refs --all --prune; }
 done
 rm -f "$hist"
-if [ -s "$gd/objects/info/alternates" ]; then git repack -a -d -q; fi
-` + `for p in ` + "PSEUDO" + `; do rm -rf "$gd/$p"; done
-rm -rf "$gd/logs" "$gd/refs/original"
-rm -f "$gd"/objects/pack/*.keep "$gd"/objects/info/commit-graph "$gd"/objects/info/multi-pack-index
-rm -rf "$gd"/objects/info/commit-graphs
+if [ -s "$g/objects/info/alternates" ]; then git repack -a -d -q; fi
+` + `for p in ` + "PSEUDO" + `; do rm -rf "$g/$p"; done
+rm -rf "$g/logs" "$g/refs/original"
+rm -f "$g"/objects/pack/*.keep "$g"/objects/info/commit-graph "$g"/objects/info/multi-pack-index
+rm -rf "$g"/objects/info/commit-graphs
 git reflog expire --expire=now --expire-unreachable=now --all 2>/dev/null || true
 git pack-refs --all --prune
 git -c pack.writeBitmapHashCache=true repack -a -d -b -n -q
 git prune --expire=now
 git -c core.commitGraph=true commit-graph write --reachable >/dev/null 2>&1 || true
+)
+subs=$(mktemp)
+submods >"$subs"
+strip "$gd"
+while IFS= read -r m; do
+  [ -n "$m" ] || continue
+  strip "$m" || { echo "submodule git directory $m: strip failed"; exit 3; }
+done <"$subs"
+rm -f "$subs"
 echo "swerve-strip ok"
 `
 
 // proveScript runs in the repository ($1); the hidden tests' paths and blob
 // ids follow as "p:<path>" and "b:<id>". It prints what it finds, one item a
-// line, each behind a key.
+// line, each behind a key: first the repository's git state, then each
+// submodule's behind a "submodule <git dir>" line, then the hidden tests.
 const proveScript = `export GIT_NO_REPLACE_OBJECTS=1
 cd "$1" 2>/dev/null || { echo "nodir"; exit 0; }
 shift
 gd=$(git rev-parse --absolute-git-dir 2>/dev/null) || { echo "norepo"; exit 0; }
+` + submodsFn + `state() (
+export GIT_DIR="$1"
+g="$1"
 echo "head $(git rev-parse -q --verify HEAD^{commit})"
 echo "branch $(git symbolic-ref -q HEAD)"
 git for-each-ref --format='ref %(objectname) %(objecttype) %(refname)'
 git for-each-ref --format='peel %(refname) %(*objecttype)' refs/tags
 for r in $(git remote); do echo "remote $r"; done
-for p in PSEUDO; do [ -e "$gd/$p" ] && echo "pseudo $p"; done
-if [ -d "$gd/logs" ]; then find "$gd/logs" -type f -size +0c | sed "s|^$gd/|reflog |"; fi
+for p in PSEUDO; do [ -e "$g/$p" ] && echo "pseudo $p"; done
+if [ -d "$g/logs" ]; then find "$g/logs" -type f -size +0c | sed "s|^$g/|reflog |"; fi
 git count-objects -v | sed 's/^/count /'
-ls "$gd/objects/pack" 2>/dev/null | sed 's/^/pack /'
+ls "$g/objects/pack" 2>/dev/null | sed 's/^/pack /'
 echo "beyond $(git rev-list --use-bitmap-index --count --all --not HEAD 2>&1)"
 echo "reachable $(git rev-list --objects --all --use-bitmap-index --count 2>&1)"
+)
+state "$gd"
+submods | while IFS= read -r m; do
+  [ -n "$m" ] || continue
+  echo "submodule ${m#"$gd"/}"
+  state "$m"
+done
+echo "tests"
 found=""
 for a in "$@"; do
   case "$a" in
@@ -315,8 +361,53 @@ func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir stri
 	return p, nil
 }
 
-// judge reads the prove script's output.
+// judge reads the prove script's output: the repository's state and the
+// hidden tests, then each submodule's state, whose findings are the
+// repository's, named after the submodule.
 func judge(out string, hidden []HiddenFile) *Proof {
+	if strings.HasPrefix(out, "norepo") || strings.HasPrefix(out, "nodir") {
+		return judgeRepo(out, hidden)
+	}
+	type block struct {
+		name string
+		body strings.Builder
+	}
+	var top block
+	var subs []*block
+	cur := &top
+	for _, line := range strings.SplitAfter(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "submodule "):
+			subs = append(subs, &block{name: strings.TrimSpace(strings.TrimPrefix(line, "submodule "))})
+			cur = subs[len(subs)-1]
+			continue
+		case line == "tests\n":
+			cur = &top
+			continue
+		}
+		cur.body.WriteString(line)
+	}
+	p := judgeRepo(top.body.String(), hidden)
+	if len(subs) == 0 {
+		return p
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", p.Fingerprint)
+	for _, b := range subs {
+		sp := judgeRepo(b.body.String(), nil)
+		p.Submodules++
+		for _, f := range sp.Findings {
+			p.Findings = append(p.Findings, "submodule "+b.name+": "+f)
+		}
+		fmt.Fprintf(h, "submodule %s %s\n", b.name, sp.Fingerprint)
+	}
+	p.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+	p.Clean = len(p.Findings) == 0
+	return p
+}
+
+// judgeRepo reads one repository's part of the prove script's output.
+func judgeRepo(out string, hidden []HiddenFile) *Proof {
 	p := &Proof{}
 	if strings.HasPrefix(out, "norepo") || strings.HasPrefix(out, "nodir") {
 		p.Clean, p.NoRepo = true, true

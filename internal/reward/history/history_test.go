@@ -540,3 +540,69 @@ func TestHiddenBlobInPastHistory(t *testing.T) {
 		})
 	}
 }
+
+// A submodule's git directory is a repository of its own: when it holds
+// its project's future (here a branch cloned along with it), the proof
+// names it and the strip removes it there too, whether git keeps that
+// directory under .git/modules or in the submodule's work tree.
+func TestSubmoduleFuture(t *testing.T) {
+	ctx := context.Background()
+	for _, absorbed := range []bool{true, false} {
+		t.Run(map[bool]string{true: ".git/modules", false: "embedded .git"}[absorbed], func(t *testing.T) {
+			lib := t.TempDir()
+			git(t, lib, "init", "-q", "-b", "main")
+			write(t, lib, "lib.py", "x = 1\n")
+			git(t, lib, "add", "-A")
+			commitAt(t, lib, 1, "lib one")
+			git(t, lib, "checkout", "-q", "-b", "fix")
+			write(t, lib, "lib.py", "x = 2  # the fix\n")
+			libFix := commitAt(t, lib, 5, "lib fix")
+			git(t, lib, "checkout", "-q", "main")
+
+			dir, base, _ := repo(t, func(t *testing.T, dir, base, fix string) {
+				git(t, dir, "branch", "-D", "fix")
+			})
+			if absorbed {
+				git(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+			} else {
+				git(t, dir, "clone", "-q", lib, "vendor/lib")
+				git(t, dir, "add", "vendor/lib")
+			}
+			commitAt(t, dir, 2, "vendor lib")
+			head := git(t, dir, "rev-parse", "HEAD")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+			sub := filepath.Join(dir, "vendor", "lib", ".git")
+			if absorbed {
+				sub = filepath.Join(dir, ".git", "modules", "vendor", "lib")
+			}
+			if err := exec.Command("git", "--git-dir", sub, "cat-file", "-e", libFix).Run(); err != nil {
+				t.Fatalf("the planted future %s is not in %s", libFix, sub)
+			}
+			_ = base
+			tk := &task.Task{InstanceID: "sub-1", BaseCommit: head}
+			p, err := history.Prove(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Clean || !strings.Contains(strings.Join(p.Findings, "\n"), "submodule ") {
+				t.Fatalf("before the strip: %+v; want a finding naming the submodule", p)
+			}
+			p, err = history.Secure(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Clean || !p.Stripped || p.Submodules != 1 {
+				t.Fatalf("after the strip: %+v", p)
+			}
+			if err := exec.Command("git", "--git-dir", sub, "cat-file", "-e", libFix).Run(); err == nil {
+				t.Errorf("the submodule's future %s is still in %s", libFix, sub)
+			}
+			if got := git(t, filepath.Join(dir, "vendor", "lib"), "log", "--format=%s"); got != "lib one" {
+				t.Errorf("submodule's history = %q", got)
+			}
+			if got := git(t, dir, "status", "--porcelain"); got != "" {
+				t.Errorf("git status = %q", got)
+			}
+		})
+	}
+}
