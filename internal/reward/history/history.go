@@ -77,6 +77,12 @@ type Proof struct {
 	// Notes name what was found that is not the future (a hidden test's
 	// content already in base_commit's own history), one a line.
 	Notes []string `json:"notes,omitempty"`
+	// BeyondGit says what the proof checked outside git: the work tree for
+	// the hidden tests' files, and nothing else (copies of the project in
+	// package caches, wheels, sdists and site-packages are what swerve
+	// audit looks for, once per image: a file-system search is not paid
+	// per box).
+	BeyondGit string `json:"beyond_git,omitempty"`
 	// Seconds is how long the proof (and the strip, when Stripped) took.
 	Seconds float64 `json:"seconds"`
 }
@@ -305,6 +311,7 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 		return nil, fmt.Errorf("prove history: exit %d: %s", res.ExitCode, lastLines(out, 3))
 	}
 	p := judge(out, hidden)
+	p.BeyondGit = beyondGit
 	// A local box's repository is a copy of a directory on the host (or one
 	// swerve committed it into): its HEAD is the user's, not the image's.
 	_, local := box.(sandbox.Scratch)
@@ -318,6 +325,9 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 	p.Seconds = time.Since(start).Seconds()
 	return p, nil
 }
+
+// beyondGit is Proof.BeyondGit.
+const beyondGit = "the work tree, for the hidden tests' files; package caches, wheels, sdists and installed copies are checked by swerve audit, not in each box"
 
 // ExpectedHead is the commit t's box must have checked out before an agent
 // starts: its base_commit, for the datasets whose images promise HEAD at
