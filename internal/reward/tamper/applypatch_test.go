@@ -1,6 +1,9 @@
 package tamper
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -52,4 +55,62 @@ func TestApplyTestPatchMatchesGit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every file the real datasets' test patches create, where the patch keeps
+// git's "index 000…..<id>" line (Multilingual does), gets the content whose
+// blob id that line names: git wrote it, so it is the oracle, and many of
+// those files end without a line end.
+func TestApplyTestPatchCreatedFilesMatchIndex(t *testing.T) {
+	checked, noNL := 0, 0
+	for _, name := range []string{"verified-test", "lite-test", "multilingual-test"} {
+		for _, tk := range loadShared(t, name) {
+			for _, f := range parseDiff(tk.TestPatch) {
+				if !f.Added {
+					continue
+				}
+				id := createdIndex(tk.TestPatch, f.Path)
+				if id == "" {
+					continue
+				}
+				got, err := ApplyTestPatch(tk.TestPatch, f.Path, "")
+				if err != nil {
+					t.Errorf("%s %s: %v", tk.InstanceID, f.Path, err)
+					continue
+				}
+				h := sha1.New()
+				fmt.Fprintf(h, "blob %d\x00%s", len(got), got)
+				if sum := hex.EncodeToString(h.Sum(nil)); !strings.HasPrefix(sum, id) {
+					t.Errorf("%s %s: blob %s, the patch says %s", tk.InstanceID, f.Path, sum, id)
+				}
+				checked++
+				if !strings.HasSuffix(got, "\n") {
+					noNL++
+				}
+			}
+		}
+	}
+	t.Logf("%d created files checked against their index line, %d of them without a last line end", checked, noNL)
+	if checked == 0 || noNL == 0 {
+		t.Errorf("%d created files checked, %d without a last line end: the data no longer covers the case", checked, noNL)
+	}
+}
+
+// createdIndex is the new blob id on the index line of the section that
+// creates file ("index 000…..<id>"), or "".
+func createdIndex(diff, file string) string {
+	in := false
+	for _, l := range strings.Split(diff, "\n") {
+		switch {
+		case strings.HasPrefix(l, "diff --git "):
+			in = strings.HasSuffix(l, " b/"+file)
+		case in && strings.HasPrefix(l, "index "):
+			old, id, ok := strings.Cut(strings.Fields(l)[1], "..")
+			if !ok || strings.Trim(old, "0") != "" {
+				return ""
+			}
+			return id
+		}
+	}
+	return ""
 }
