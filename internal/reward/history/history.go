@@ -13,9 +13,15 @@
 // reachability bitmap. The history before HEAD stays: agents use git log
 // and git blame honestly.
 //
+// Each submodule's git directory (under .git/modules, or a submodule's own
+// .git directory) is stripped the same way around its own HEAD.
+//
 // Prove checks, cheaply and without trusting the strip, that a box is in
-// that state, and that the task's hidden tests are neither in the work tree
-// nor among the git objects. Thanks to the bitmap, counting the reachable
+// that state (submodules included), that HEAD is the task's base commit
+// where the dataset promises it (ExpectedHead), and that the task's hidden
+// tests are neither in the work tree nor among the git objects (a hidden
+// test's content HEAD already reaches is base_commit's own past: a note,
+// not a finding). Thanks to the bitmap, counting the reachable
 // objects costs milliseconds even on a full django history, so the proof
 // runs in every box; Strip, which rewrites the pack, is paid once per image
 // where the backend can keep a derived image.
