@@ -74,6 +74,10 @@ find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$re
 echo "checked installed site-packages/$name, dist-packages/$name"
 find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
   -type d \( -path "*/site-packages/$name" -o -path "*/dist-packages/$name" \) -print 2>/dev/null | head -20 | sed 's/^/installed /'
+echo "checked installed versions site-packages/$name-*.dist-info, .egg-info (dist-packages too)"
+find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
+  -type d \( -ipath "*/site-packages/$name-*.dist-info" -o -ipath "*/site-packages/$name-*.egg-info" \
+  -o -ipath "*/dist-packages/$name-*.dist-info" -o -ipath "*/dist-packages/$name-*.egg-info" \) -print 2>/dev/null | head -20 | sed 's/^/meta /'
 echo end
 `
 
@@ -137,6 +141,15 @@ func auditBoxAt(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir,
 			switch {
 			case ok && kind == "checked":
 				a.Checked = append(a.Checked, rest)
+			case ok && kind == "meta":
+				// An installed distribution's metadata: the repository's own
+				// (editable) install has one too, so only a later version
+				// than the task's counts.
+				if v := archiveVersion(name, path.Base(rest)); v != "" && newerSeries(v, t.Version) && !seen[rest] {
+					seen[rest] = true
+					a.Copies = append(a.Copies, "installed "+rest)
+					a.NewerCopies = append(a.NewerCopies, fmt.Sprintf("%s (version %s, the task's %s)", rest, v, t.Version))
+				}
 			case ok && (kind == "cache" || kind == "archive" || kind == "installed"):
 				if seen[rest] {
 					continue

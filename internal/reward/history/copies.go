@@ -169,13 +169,14 @@ func (sig signature) heldBy(ctx context.Context, box sandbox.Sandbox, kind, p st
 }
 
 // archiveVersion reads the version from a wheel's or source archive's file
-// name ("<name>-<version>-….whl", "<name>-<version>.tar.gz"), or "".
+// name ("<name>-<version>-….whl", "<name>-<version>.tar.gz") or an installed
+// distribution's metadata directory ("<name>-<version>.dist-info"), or "".
 func archiveVersion(name, file string) string {
 	if len(file) <= len(name)+1 || !strings.EqualFold(file[:len(name)], name) || file[len(name)] != '-' {
 		return ""
 	}
 	rest := file[len(name)+1:]
-	for _, ext := range []string{".whl", ".tar.gz", ".tar.bz2", ".zip", ".conda", ".tgz"} {
+	for _, ext := range []string{".whl", ".tar.gz", ".tar.bz2", ".zip", ".conda", ".tgz", ".dist-info", ".egg-info"} {
 		rest = strings.TrimSuffix(rest, ext)
 	}
 	v, _, _ := strings.Cut(rest, "-")

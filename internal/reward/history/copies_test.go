@@ -96,3 +96,40 @@ func TestAuditCopies(t *testing.T) {
 		})
 	}
 }
+
+// An installed distribution of a later version than the task's is flagged;
+// one at the task's version (the repository's own editable install has
+// such metadata) is not even listed.
+func TestAuditInstalledVersion(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		dir   string
+		newer bool
+	}{
+		{"usr/local/lib/python3.11/site-packages/Calc-2.0.0.dist-info", true},
+		{"usr/local/lib/python3.11/site-packages/calc-1.0.dev20240101.dist-info", false},
+		{"usr/lib/python3/dist-packages/calc-1.3.egg-info", true},
+	} {
+		t.Run(tc.dir, func(t *testing.T) {
+			root := t.TempDir()
+			repoDir := filepath.Join(root, "testbed")
+			os.MkdirAll(repoDir, 0o755)
+			git(t, repoDir, "init", "-q", "-b", "main")
+			write(t, repoDir, "calc/ops.py", "def add(a, b):\n    return a\n")
+			git(t, repoDir, "add", "-A")
+			head := commitAt(t, repoDir, 1, "one")
+			os.MkdirAll(filepath.Join(root, tc.dir), 0o755)
+			tk := &task.Task{InstanceID: "calc-1", Repo: "acme/calc", BaseCommit: head, Patch: goldPatch, Version: "1.0"}
+			a, err := history.AuditBoxAt(ctx, hostBox{dir: repoDir}, tk, repoDir, root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(a.NewerCopies) == 1 && len(a.Copies) == 1; got != tc.newer || !tc.newer && len(a.Copies) != 0 {
+				t.Errorf("newer %q copies %q; want newer %v", a.NewerCopies, a.Copies, tc.newer)
+			}
+			if !strings.Contains(strings.Join(a.Checked, "\n"), ".dist-info") {
+				t.Errorf("checked %q", a.Checked)
+			}
+		})
+	}
+}
