@@ -113,6 +113,12 @@ func auditTable(w io.Writer, audits []*history.Audit) error {
 			git = len(a.Proof.Findings)
 			found = append(found, a.Proof.Findings...)
 		}
+		for _, c := range a.WithFix {
+			found = append(found, "FIX in copy: "+c)
+		}
+		for _, c := range a.NewerCopies {
+			found = append(found, "newer copy: "+c)
+		}
 		found = append(found, a.Copies...)
 		what := strings.Join(found, "; ")
 		if a.Error != "" {
@@ -127,5 +133,23 @@ func auditTable(w io.Writer, audits []*history.Audit) error {
 		fmt.Fprintf(tw, "%s\t%d\t%v\t%d\t%d\t%s\n", a.Image, len(a.Instances), a.HeadIsBase, git, len(a.Copies), what)
 	}
 	fmt.Fprintf(tw, "\n%d images, %d hold something past their base commit\n", len(audits), leaky)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What was looked at beyond git (the same for every image but for the
+	// caches each has).
+	var checked []string
+	seen := map[string]bool{}
+	for _, a := range audits {
+		for _, c := range a.Checked {
+			if !seen[c] {
+				seen[c] = true
+				checked = append(checked, c)
+			}
+		}
+	}
+	for _, c := range checked {
+		fmt.Fprintf(w, "beyond git, checked: %s\n", c)
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
+	"github.com/swerve-dev/swerve/internal/sandbox/pool"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -184,8 +185,14 @@ func (f *boxFlags) openFor(ctx context.Context, t task.Task, stderr io.Writer, a
 	if err != nil {
 		return nil, "", err
 	}
-	if agent && f.HistoryImages && f.warm == nil {
-		spec = f.preparedSpec(ctx, b, spec)
+	if agent && f.HistoryImages {
+		// Through a warm pool, the prepared copy is what its warm boxes
+		// were opened from (see warmPools.expect).
+		inner := b
+		if p, ok := b.(*pool.Pool); ok {
+			inner = p.Backend()
+		}
+		spec = f.preparedSpec(ctx, inner, spec)
 	}
 	box, err := b.Open(ctx, spec)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
@@ -28,7 +29,7 @@ type gcItem struct {
 }
 
 func newGCCmd() *cobra.Command {
-	var all, dryRun, asJSON bool
+	var all, dryRun, asJSON, prepared bool
 	var run string
 	var params paramFlags
 	cmd := &cobra.Command{
@@ -37,7 +38,16 @@ func newGCCmd() *cobra.Command {
 		Long: `gc finds swerve's containers (by their swerve.* labels) and local box
 directories whose owning swerve process is gone, removes them, and says what
 it removed. Boxes of swerve processes that still run are left alone unless
---all is given.`,
+--all is given.
+
+It also removes the history-stripped copies of task images swerve built
+(swerve-nofuture:<hash>, see --history_images) whose source image is gone
+from the engine: no box opens from them again, since a new source image gets
+a copy of its own. --prepared_images removes every such copy, including
+those of images still there (each is built again, once, the next time an
+agent box needs it). Images in that repository that swerve did not build
+(no swerve.history.source label) are never touched, nor is a copy a
+container still uses.`,
 		Example: `  swerve gc
   swerve gc --dry-run
   swerve gc --run my_run --all --json`,
@@ -49,6 +59,13 @@ it removed. Boxes of swerve processes that still run are left alone unless
 			items, err := collectGarbage(ctx, opts, all, dryRun, run, cmd.ErrOrStderr())
 			if err != nil {
 				return err
+			}
+			if run == "" {
+				imgs, err := collectPrepared(ctx, prepared, dryRun)
+				if err != nil {
+					return err
+				}
+				items = append(items, imgs...)
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
@@ -88,7 +105,8 @@ it removed. Boxes of swerve processes that still run are left alone unless
 	cmd.Flags().BoolVar(&all, "all", false, "also remove boxes whose swerve process still runs")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per line")
-	cmd.Flags().StringVar(&run, "run", "", "only boxes of this run id")
+	cmd.Flags().StringVar(&run, "run", "", "only boxes of this run id (prepared images are then left alone)")
+	cmd.Flags().BoolVar(&prepared, "prepared_images", false, "remove every history-stripped image copy swerve built (swerve-nofuture:*), not only those whose source image is gone")
 	// The backends' settings say where their boxes are (--k8s_kubeconfig,
 	// --k8s_namespace, ...), as for the command that made them.
 	params = registerParams(cmd.Flags())
@@ -203,6 +221,58 @@ func collectRegistered(ctx context.Context, opts sandbox.Options, all, dryRun bo
 		}
 	}
 	return items
+}
+
+// collectPrepared finds (and unless dryRun removes) the prepared copies of
+// task images on the Docker engine (see history.Stale).
+func collectPrepared(ctx context.Context, all, dryRun bool) ([]gcItem, error) {
+	if err := docker.Probe(ctx); err != nil {
+		return nil, nil // said above
+	}
+	b, err := docker.New(ctx, docker.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return gcPrepared(ctx, dockerEngine{b}, docker.Name, all, dryRun)
+}
+
+// gcPrepared lists and removes e's stale prepared images as gc items.
+func gcPrepared(ctx context.Context, e history.Engine, backend string, all, dryRun bool) ([]gcItem, error) {
+	stale, err := history.Stale(ctx, e, all)
+	if err != nil {
+		return nil, err
+	}
+	var items []gcItem
+	for _, im := range stale {
+		it := gcItem{Backend: backend, ID: im.Ref, Image: "source " + im.Source}
+		if im.SourceGone {
+			it.Image += " (gone)"
+		}
+		if !dryRun {
+			if err := e.RemoveImage(ctx, im.Ref); err != nil {
+				it.Error = err.Error()
+			} else {
+				it.Removed = true
+			}
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// dockerEngine is the Docker backend as a history.Engine.
+type dockerEngine struct{ *docker.Backend }
+
+func (d dockerEngine) PreparedImages(ctx context.Context) ([]history.PreparedImage, error) {
+	imgs, err := d.ListImages(ctx, history.DerivedRepo, history.LabelSource)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]history.PreparedImage, len(imgs))
+	for i, im := range imgs {
+		out[i] = history.PreparedImage{Ref: im.Ref, ID: im.ID, Source: im.Labels[history.LabelSource], Size: im.Size}
+	}
+	return out, nil
 }
 
 // cleanupOrphans removes what killed swerve processes left behind, saying

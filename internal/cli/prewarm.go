@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/pool"
 	"github.com/swerve-dev/swerve/internal/serve"
@@ -37,6 +38,8 @@ func (f *boxFlags) setPrewarm(n int) (func(context.Context), error) {
 // --prewarm budget each.
 type warmPools struct {
 	size int
+	// prep lets one prepared copy be built at a time for the warm boxes.
+	prep sync.Mutex
 
 	mu     sync.Mutex
 	pools  map[string]*pool.Pool
@@ -63,10 +66,16 @@ func (w *warmPools) backend(ctx context.Context, name string, opts sandbox.Optio
 }
 
 // expect tells the pool of t's backend that boxes boxes of t's spec will be
-// opened next. The returned function releases the ones not taken; call it
-// when t ends. A task whose spec cannot be made gets nothing warm: its own
-// open reports why.
-func (w *warmPools) expect(ctx context.Context, f *boxFlags, t *task.Task, boxes int) func() {
+// opened next, the first an agent's when agent is set. The returned
+// function releases the ones not taken; call it when t ends. A task whose
+// spec cannot be made gets nothing warm: its own open reports why.
+//
+// An agent's box opens, with --history_images on a backend that builds
+// images, from the image's prepared copy (see boxFlags.preparedSpec), so
+// that is what its warm box opens from too. The copy may have to be built
+// first (once per image): that happens here in the background, one image
+// at a time, and the boxes are expected once it is there.
+func (w *warmPools) expect(ctx context.Context, f *boxFlags, t *task.Task, boxes int, agent bool) func() {
 	if w == nil || boxes <= 0 {
 		return func() {}
 	}
@@ -86,8 +95,34 @@ func (w *warmPools) expect(ctx context.Context, f *boxFlags, t *task.Task, boxes
 	for i := range specs {
 		specs[i] = spec
 	}
-	tk := p.Expect(specs...)
-	return func() { tk.Release(context.WithoutCancel(ctx)) }
+	if _, builds := p.Backend().(history.Builder); !agent || !f.HistoryImages || !builds {
+		tk := p.Expect(specs...)
+		return func() { tk.Release(context.WithoutCancel(ctx)) }
+	}
+	var mu sync.Mutex
+	var tk *pool.Ticket
+	ended := false
+	go func() {
+		w.prep.Lock()
+		s := f.preparedSpec(ctx, p.Backend(), spec)
+		w.prep.Unlock()
+		mu.Lock()
+		defer mu.Unlock()
+		if ended || ctx.Err() != nil {
+			return
+		}
+		specs[0] = s
+		tk = p.Expect(specs...)
+	}()
+	return func() {
+		mu.Lock()
+		ended = true
+		got := tk
+		mu.Unlock()
+		if got != nil {
+			got.Release(context.WithoutCancel(ctx))
+		}
+	}
 }
 
 // close closes every pool: warm boxes nobody took are removed, opens in
@@ -145,7 +180,7 @@ func warmBoxes(gold bool, gradeIn string) int {
 // upcoming is run.Options.Upcoming for these flags: each pending task's
 // boxes are expected in the order the tasks start, and released as each
 // ends. Nil without --prewarm.
-func (f *boxFlags) upcoming(ctx context.Context, boxes int) func([]*task.Task) func(*task.Task) {
+func (f *boxFlags) upcoming(ctx context.Context, boxes int, agent bool) func([]*task.Task) func(*task.Task) {
 	if f.warm == nil {
 		return nil
 	}
@@ -153,7 +188,7 @@ func (f *boxFlags) upcoming(ctx context.Context, boxes int) func([]*task.Task) f
 		var mu sync.Mutex
 		release := make(map[*task.Task]func(), len(pending))
 		for _, t := range pending {
-			release[t] = f.warm.expect(ctx, f, t, boxes)
+			release[t] = f.warm.expect(ctx, f, t, boxes, agent)
 		}
 		return func(t *task.Task) {
 			mu.Lock()

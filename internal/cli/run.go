@@ -261,7 +261,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
 		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
 		Override: af.override, OverrideHash: af.overrideHash,
-		Upcoming: bf.upcoming(ctx, warmBoxes(rf.RunGolden, rf.GradeIn)),
+		Upcoming: bf.upcoming(ctx, warmBoxes(rf.RunGolden, rf.GradeIn), !rf.RunGolden),
 	})
 	prog.finish()
 	if sum != nil {

@@ -85,7 +85,7 @@ func (ro *runRollouts) Queued(req *serve.RolloutRequest) func() {
 	if ro.bf.warm == nil || req.Task == nil {
 		return func() {}
 	}
-	return ro.bf.warm.expect(context.Background(), ro.bf, req.Task, warmBoxes(ro.sf.RunGolden, episode.GradeFresh))
+	return ro.bf.warm.expect(context.Background(), ro.bf, req.Task, warmBoxes(ro.sf.RunGolden, episode.GradeFresh), !ro.sf.RunGolden)
 }
 
 // open opens a task's box with the box flags and finds the repository in it.

@@ -118,7 +118,7 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 			}
 			defer closeWarm(context.WithoutCancel(ctx))
 			ended := func(*task.Task) {}
-			if up := bf.upcoming(ctx, 2); up != nil { // the gold and the empty check's boxes
+			if up := bf.upcoming(ctx, 2, false); up != nil { // the gold and the empty check's boxes
 				ptrs := make([]*task.Task, len(tasks))
 				for i := range tasks {
 					ptrs[i] = &tasks[i]

@@ -168,3 +168,105 @@ func TestFutureLeaksDocker(t *testing.T) {
 		})
 	}
 }
+
+// TestFutureHeadAndCopiesDocker: an image whose HEAD is the fix (its refs
+// otherwise clean) is refused before the agent starts, with one line naming
+// the task and the HEAD found; an image with HEAD at the base commit but a
+// wheel in pip's cache holding the fixed file is flagged by the audit.
+func TestFutureHeadAndCopiesDocker(t *testing.T) {
+	if !testutil.DockerRequired() {
+		t.Skip("Docker tests need SWERVE_DOCKER_TESTS=1")
+	}
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-future-head-%d", os.Getpid())}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := b.ImageExists(ctx, testutil.TestImage()); !ok {
+		testutil.SkipOrFail(t, "test image %s missing (build it with scripts/test-image.sh)", testutil.TestImage())
+	}
+	mini, err := agent.Lookup("mini_swe_agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const wheel = `git show fix:calc.py > /tmp/calc.py && mkdir -p /root/.cache/pip/wheels/ab/cd && cd /tmp && python3 -c "import zipfile; z = zipfile.ZipFile('/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl', 'w'); z.write('calc.py'); z.close()" && rm /tmp/calc.py && cd /testbed`
+	cases := []struct{ name, plant string }{
+		{"head at the fix", ""}, // below
+		{"wheel with the fix", wheel + " && git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			image := "swerve-test-future-" + strings.ReplaceAll(tc.name, " ", "-") + ":latest"
+			df := fmt.Sprintf(leakDockerfile, testutil.TestImage(), tc.plant)
+			if tc.name == "head at the fix" {
+				// Keep the fix as HEAD: build it on main, then nothing else.
+				df = fmt.Sprintf(leakDockerfile, testutil.TestImage(), "git merge -q --ff-only fix && git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now")
+				df = strings.Replace(df, " && test \"$(git status --porcelain)\" = \"\" && grep -q 'a - b' calc.py", " && grep -q 'a + b' calc.py", 1)
+			}
+			var log strings.Builder
+			if err := b.Build(ctx, docker.BuildOptions{ContextDir: t.TempDir(), Dockerfile: df, Tags: []string{image}, Progress: &log}); err != nil {
+				t.Fatalf("build %s: %v\n%s", image, err, log.String())
+			}
+			open := func(ctx context.Context, tk *task.Task) (sandbox.Sandbox, string, error) {
+				box, err := b.Open(ctx, sandbox.Spec{Image: image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+				return box, "/testbed", err
+			}
+			box, _, err := open(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"git", "rev-parse", "v1^{commit}"}, Cwd: "/testbed"})
+			box.Close(ctx)
+			if err != nil || r.ExitCode != 0 {
+				t.Fatalf("base commit: %v %s", err, r.Output)
+			}
+			base := strings.TrimSpace(string(r.Output))
+			tk := &task.Task{
+				InstanceID: "calc-" + strings.ReplaceAll(tc.name, " ", "-"), Repo: "calc/calc", Image: image, Grader: task.GraderSWEFactory,
+				BaseCommit: base, Patch: fixedCalc, TestPatch: leakTestPatch, Version: "1.0",
+				FailToPass: []string{"tests/test_add.py::test_add"}, PassToPass: []string{"tests/test_ops.py::test_zero"},
+				EvalScript: "#!/bin/bash\nset -uxo pipefail\ncd /testbed\ngit apply -v - <<'EOF_PATCH'\n" + leakTestPatch +
+					"EOF_PATCH\npython3 -m pytest -p no:cacheprovider -rA tests\nrc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\"\n",
+			}
+			model := llm.NewScripted("oracle/submit", []llm.Message{
+				{Role: llm.RoleAssistant, Content: "Submitting.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+			})
+			res, err := episode.Run(ctx, episode.Spec{Task: tk, Scaffold: mini, Mode: agent.ModeText, Model: model, Open: open,
+				Grade: episode.GradeOptions{EvalTimeout: 2 * time.Minute}, Limits: agent.Limits{MaxSteps: 3}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			box, wd, err := open(ctx, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(ctx)
+			a, err := history.AuditBox(ctx, box, tk, wd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "head at the fix" {
+				if !res.Failed() || res.Reward != 0 || !strings.Contains(res.Failure.Err.Error(), "HEAD is ") || !strings.Contains(res.Failure.Err.Error(), tk.InstanceID) {
+					t.Errorf("a box whose HEAD is the fix was handed over: failed %v reward %g err %v", res.Failed(), res.Reward, res.Failure)
+				} else {
+					t.Logf("refused: %v", res.Failure.Err)
+				}
+				if a.HeadIsBase {
+					t.Errorf("audit: head_is_base with HEAD at the fix: %+v", a.Proof)
+				}
+				return
+			}
+			if res.Failed() || res.Reward != 0 {
+				t.Errorf("wheel image: failed %v reward %g", res.Failed(), res.Reward)
+			}
+			if len(a.WithFix) != 1 || !strings.Contains(a.WithFix[0], "/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl") || len(a.NewerCopies) != 1 {
+				t.Errorf("audit: with fix %q, newer %q, copies %q, checked %q", a.WithFix, a.NewerCopies, a.Copies, a.Checked)
+			} else {
+				t.Logf("audit: %q; checked %q", a.WithFix, a.Checked)
+			}
+		})
+	}
+}

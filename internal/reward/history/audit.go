@@ -19,7 +19,8 @@ type Audit struct {
 	Image string `json:"image"`
 	// Instances are the tasks that use the image.
 	Instances []string `json:"instance_ids"`
-	// BaseCommit is the task's; HeadIsBase says the repository's HEAD is it.
+	// BaseCommit is the task's; HeadIsBase says the repository's HEAD is
+	// it (always, for datasets whose HEAD is not promised: see ExpectedHead).
 	BaseCommit string `json:"base_commit,omitempty"`
 	HeadIsBase bool   `json:"head_is_base"`
 	// Proof is the history proof of the image as it is (see Prove): its
@@ -33,6 +34,14 @@ type Audit struct {
 	// caches, wheels and sdists, installed packages that are not the
 	// repository's own (editable) install.
 	Copies []string `json:"copies,omitempty"`
+	// Checked says what the audit looked at beyond git, one place a line.
+	Checked []string `json:"checked_beyond_git,omitempty"`
+	// WithFix are the copies whose files hold the gold patch's added lines
+	// (the fix itself, outside git); NewerCopies those whose version, read
+	// from the file name, is a later major.minor than the task's version.
+	// Both are among Copies and count among the leaks there.
+	WithFix     []string `json:"copies_with_fix,omitempty"`
+	NewerCopies []string `json:"copies_newer,omitempty"`
 	// Error says why the image could not be audited.
 	Error string `json:"error,omitempty"`
 }
@@ -47,19 +56,28 @@ func (a *Audit) Leaks() int {
 }
 
 // copiesScript looks for copies of the project named $1 outside the
-// repository at $2: in pip's and conda's caches, as wheels or source
-// archives anywhere on the image's own file system, and as installed
-// packages whose files are not the repository's.
-const copiesScript = `name="$1"; repo="$2"
+// repository at $2, under the root $3 ("/" in a box): in pip's and conda's
+// caches, as wheels or source archives anywhere on the image's own file
+// system, and as installed packages whose files are not the repository's.
+// "checked" lines say where it looked.
+const copiesScript = `name="$1"; repo="$2"; root="${3%/}"
 for d in /root/.cache/pip /home/*/.cache/pip /opt/conda/pkgs /opt/miniconda3/pkgs /root/miniconda3/pkgs /usr/local/conda/pkgs /root/.conda/pkgs; do
+  d="$root$d"
   [ -d "$d" ] || continue
+  echo "checked cache ${d#"$root"}"
   find "$d" -maxdepth 3 -iname "$name-*" 2>/dev/null | head -20 | sed 's/^/cache /'
   [ -d "$d/wheels" ] && find "$d/wheels" -iname "$name-*.whl" 2>/dev/null | head -20 | sed 's/^/cache /'
 done
-find / -xdev \( -path /proc -o -path /sys -o -path "$repo" \) -prune -o \
+echo "checked archives $name-*.whl, .tar.gz, .tar.bz2, .conda, .zip on ${root:-/} (its own file system, not /proc, /sys or the repository)"
+find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
   \( -iname "$name-*.whl" -o -iname "$name-*.tar.gz" -o -iname "$name-*.tar.bz2" -o -iname "$name-*.conda" -o -iname "$name-*.zip" \) -print 2>/dev/null | head -20 | sed 's/^/archive /'
-find / -xdev \( -path /proc -o -path /sys -o -path "$repo" \) -prune -o \
+echo "checked installed site-packages/$name, dist-packages/$name"
+find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
   -type d \( -path "*/site-packages/$name" -o -path "*/dist-packages/$name" \) -print 2>/dev/null | head -20 | sed 's/^/installed /'
+echo "checked installed versions site-packages/$name-*.dist-info, .egg-info (dist-packages too)"
+find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
+  -type d \( -ipath "*/site-packages/$name-*.dist-info" -o -ipath "*/site-packages/$name-*.egg-info" \
+  -o -ipath "*/dist-packages/$name-*.dist-info" -o -ipath "*/dist-packages/$name-*.egg-info" \) -print 2>/dev/null | head -20 | sed 's/^/meta /'
 echo end
 `
 
@@ -85,13 +103,19 @@ func ProjectName(t *task.Task) string {
 // history proof, whether HEAD is the task's base commit, and copies of the
 // project outside the repository.
 func AuditBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Audit, error) {
+	return auditBoxAt(ctx, box, t, workdir, "/")
+}
+
+// auditBoxAt is AuditBox with the box's file system seen from root (a
+// directory standing for "/", for tests).
+func auditBoxAt(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir, root string) (*Audit, error) {
 	a := &Audit{Image: t.Image, Instances: []string{t.InstanceID}, BaseCommit: t.BaseCommit}
 	p, err := Prove(ctx, box, t, workdir)
 	if err != nil {
 		return nil, err
 	}
 	a.Proof = p
-	a.HeadIsBase = t.BaseCommit == "" || p.Head == t.BaseCommit
+	a.HeadIsBase = !p.HeadNotBase
 	if !p.NoRepo {
 		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash(`git rev-list --all --reflog --count --since=$(( $(git log -1 --format=%ct HEAD) + 1 ))`), Cwd: workdir, Timeout: 5 * time.Minute})
 		if err != nil {
@@ -106,15 +130,42 @@ func AuditBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir st
 		if wd == "" {
 			wd = "/testbed"
 		}
-		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", copiesScript, "sh", name, wd}, Timeout: 5 * time.Minute, MaxOutput: -1})
+		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", copiesScript, "sh", name, wd, root}, Timeout: 5 * time.Minute, MaxOutput: -1})
 		if err != nil {
 			return nil, fmt.Errorf("audit copies: %w", err)
 		}
+		fix := fixSignature(ctx, box, t, wd)
+		seen := map[string]bool{}
 		for _, line := range strings.Split(string(res.Output), "\n") {
 			kind, rest, ok := strings.Cut(line, " ")
-			if ok && (kind == "cache" || kind == "archive" || kind == "installed") {
+			switch {
+			case ok && kind == "checked":
+				a.Checked = append(a.Checked, rest)
+			case ok && kind == "meta":
+				// An installed distribution's metadata: the repository's own
+				// (editable) install has one too, so only a later version
+				// than the task's counts.
+				if v := archiveVersion(name, path.Base(rest)); v != "" && newerSeries(v, t.Version) && !seen[rest] {
+					seen[rest] = true
+					a.Copies = append(a.Copies, "installed "+rest)
+					a.NewerCopies = append(a.NewerCopies, fmt.Sprintf("%s (version %s, the task's %s)", rest, v, t.Version))
+				}
+			case ok && (kind == "cache" || kind == "archive" || kind == "installed"):
+				if seen[rest] {
+					continue
+				}
+				seen[rest] = true
 				a.Copies = append(a.Copies, kind+" "+rest)
+				if v := archiveVersion(name, path.Base(rest)); v != "" && newerSeries(v, t.Version) {
+					a.NewerCopies = append(a.NewerCopies, fmt.Sprintf("%s (version %s, the task's %s)", rest, v, t.Version))
+				}
+				if f := fix.heldBy(ctx, box, kind, rest); f != "" {
+					a.WithFix = append(a.WithFix, fmt.Sprintf("%s (its %s holds the gold patch's added lines)", rest, f))
+				}
 			}
+		}
+		if len(fix) > 0 {
+			a.Checked = append(a.Checked, "each copy's files against the gold patch's added lines ("+strconv.Itoa(len(fix))+" files)")
 		}
 	}
 	return a, nil

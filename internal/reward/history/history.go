@@ -13,9 +13,15 @@
 // reachability bitmap. The history before HEAD stays: agents use git log
 // and git blame honestly.
 //
+// Each submodule's git directory (under .git/modules, or a submodule's own
+// .git directory) is stripped the same way around its own HEAD.
+//
 // Prove checks, cheaply and without trusting the strip, that a box is in
-// that state, and that the task's hidden tests are neither in the work tree
-// nor among the git objects. Thanks to the bitmap, counting the reachable
+// that state (submodules included), that HEAD is the task's base commit
+// where the dataset promises it (ExpectedHead), and that the task's hidden
+// tests are neither in the work tree nor among the git objects (a hidden
+// test's content HEAD already reaches is base_commit's own past: a note,
+// not a finding). Thanks to the bitmap, counting the reachable
 // objects costs milliseconds even on a full django history, so the proof
 // runs in every box; Strip, which rewrites the pack, is paid once per image
 // where the backend can keep a derived image.
@@ -35,6 +41,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -48,6 +55,11 @@ type Proof struct {
 	// prove; Clean is then true).
 	NoRepo bool   `json:"no_repo,omitempty"`
 	Head   string `json:"head,omitempty"`
+	// BaseCommit is the commit HEAD was checked against (see
+	// ExpectedHead); empty when the task's dataset does not promise one.
+	BaseCommit string `json:"base_commit,omitempty"`
+	// HeadNotBase: HEAD is not BaseCommit (a finding; no strip mends it).
+	HeadNotBase bool `json:"head_not_base,omitempty"`
 	// Branch is the checked-out branch; empty when HEAD is detached.
 	Branch string `json:"branch,omitempty"`
 	// Tags kept (each in HEAD's history).
@@ -56,6 +68,10 @@ type Proof struct {
 	// many of them the kept refs reach.
 	Objects   int64 `json:"objects"`
 	Reachable int64 `json:"reachable"`
+	// Submodules counts the submodules' git directories proved with it
+	// (under .git/modules, or a submodule's own .git directory); their
+	// findings are named after them.
+	Submodules int `json:"submodules,omitempty"`
 	// Stripped says Strip ran in this box (the image was not prepared).
 	Stripped bool `json:"stripped,omitempty"`
 	// Fingerprint hashes HEAD, the refs and the pack names (a pack's name
@@ -64,6 +80,15 @@ type Proof struct {
 	Fingerprint string `json:"git_fingerprint,omitempty"`
 	// Findings name what was found past HEAD, one a line.
 	Findings []string `json:"findings,omitempty"`
+	// Notes name what was found that is not the future (a hidden test's
+	// content already in base_commit's own history), one a line.
+	Notes []string `json:"notes,omitempty"`
+	// BeyondGit says what the proof checked outside git: the work tree for
+	// the hidden tests' files, and nothing else (copies of the project in
+	// package caches, wheels, sdists and site-packages are what swerve
+	// audit looks for, once per image: a file-system search is not paid
+	// per box).
+	BeyondGit string `json:"beyond_git,omitempty"`
 	// Seconds is how long the proof (and the strip, when Stripped) took.
 	Seconds float64 `json:"seconds"`
 }
@@ -105,8 +130,26 @@ var pseudo = []string{
 	"info/refs", "objects/info/alternates", "objects/info/http-alternates",
 }
 
+// submodsFn lists, one a line, the git directories of the repository's
+// submodules: those git keeps under .git/modules (nested ones included) and
+// those a submodule's work tree holds itself (<path>/.git a directory).
+// Each is a repository of its own that can hold its project's future.
+const submodsFn = `submods() {
+  if [ -d "$gd/modules" ]; then
+    find "$gd/modules" -type f -name HEAD 2>/dev/null | while IFS= read -r h; do
+      d=${h%/HEAD}; if [ -d "$d/objects" ] && [ -d "$d/refs" ]; then echo "$d"; fi
+    done
+  fi
+  git ls-files -s 2>/dev/null | grep '^160000 ' | cut -f2- | while IFS= read -r p; do
+    if [ -d "$p/.git" ] && [ ! -L "$p/.git" ]; then (cd "$p/.git" && pwd -P); fi
+  done
+  true
+}
+`
+
 // stripScript runs in the repository ($1). It keeps HEAD, its branch and the
-// tags in HEAD's history, and drops everything else.
+// tags in HEAD's history, and drops everything else; then it does the same
+// in each submodule's git directory.
 const stripScript = `set -eu
 export GIT_NO_REPLACE_OBJECTS=1
 cd "$1"
@@ -118,6 +161,9 @@ top=$(git rev-parse --show-toplevel)
 if [ "$gd" != "$top/.git" ] || [ -L "$top/.git" ] || [ -L "$gd/objects" ] || [ -L "$gd/refs" ]; then
   echo "the git directory $gd is not the repository's own: not stripped"; exit 3
 fi
+` + submodsFn + `strip() (
+export GIT_DIR="$1"
+g="$1"
 head=$(git rev-parse --verify -q HEAD^{commit})
 branch=$(git symbolic-ref -q HEAD || true)
 for r in $(git remote); do git remote remove "$r" >/dev/null 2>&1 || true; done
@@ -132,46 +178,79 @@ git for-each-ref --format='%(refname)' | while IFS= read -r ref; do
   esac
   git update-ref --no-deref -d "$ref" 2>/dev/null || {
     # a ref git cannot parse: remove it by hand
-    rm -f "$gd/$ref"; git pack-refs --all --prune; }
+    rm -f "$g/$ref"; git pack-refs --all --prune; }
 done
 rm -f "$hist"
-if [ -s "$gd/objects/info/alternates" ]; then git repack -a -d -q; fi
-` + `for p in ` + "PSEUDO" + `; do rm -rf "$gd/$p"; done
-rm -rf "$gd/logs" "$gd/refs/original"
-rm -f "$gd"/objects/pack/*.keep "$gd"/objects/info/commit-graph "$gd"/objects/info/multi-pack-index
-rm -rf "$gd"/objects/info/commit-graphs
+if [ -s "$g/objects/info/alternates" ]; then git repack -a -d -q; fi
+` + `for p in ` + "PSEUDO" + `; do rm -rf "$g/$p"; done
+rm -rf "$g/logs" "$g/refs/original"
+rm -f "$g"/objects/pack/*.keep "$g"/objects/info/commit-graph "$g"/objects/info/multi-pack-index
+rm -rf "$g"/objects/info/commit-graphs
 git reflog expire --expire=now --expire-unreachable=now --all 2>/dev/null || true
 git pack-refs --all --prune
 git -c pack.writeBitmapHashCache=true repack -a -d -b -n -q
 git prune --expire=now
 git -c core.commitGraph=true commit-graph write --reachable >/dev/null 2>&1 || true
+)
+subs=$(mktemp)
+submods >"$subs"
+strip "$gd"
+while IFS= read -r m; do
+  [ -n "$m" ] || continue
+  strip "$m" || { echo "submodule git directory $m: strip failed"; exit 3; }
+done <"$subs"
+rm -f "$subs"
 echo "swerve-strip ok"
 `
 
 // proveScript runs in the repository ($1); the hidden tests' paths and blob
 // ids follow as "p:<path>" and "b:<id>". It prints what it finds, one item a
-// line, each behind a key.
+// line, each behind a key: first the repository's git state, then each
+// submodule's behind a "submodule <git dir>" line, then the hidden tests.
 const proveScript = `export GIT_NO_REPLACE_OBJECTS=1
 cd "$1" 2>/dev/null || { echo "nodir"; exit 0; }
 shift
 gd=$(git rev-parse --absolute-git-dir 2>/dev/null) || { echo "norepo"; exit 0; }
+` + submodsFn + `state() (
+export GIT_DIR="$1"
+g="$1"
 echo "head $(git rev-parse -q --verify HEAD^{commit})"
 echo "branch $(git symbolic-ref -q HEAD)"
 git for-each-ref --format='ref %(objectname) %(objecttype) %(refname)'
 git for-each-ref --format='peel %(refname) %(*objecttype)' refs/tags
 for r in $(git remote); do echo "remote $r"; done
-for p in PSEUDO; do [ -e "$gd/$p" ] && echo "pseudo $p"; done
-if [ -d "$gd/logs" ]; then find "$gd/logs" -type f -size +0c | sed "s|^$gd/|reflog |"; fi
+for p in PSEUDO; do [ -e "$g/$p" ] && echo "pseudo $p"; done
+if [ -d "$g/logs" ]; then find "$g/logs" -type f -size +0c | sed "s|^$g/|reflog |"; fi
 git count-objects -v | sed 's/^/count /'
-ls "$gd/objects/pack" 2>/dev/null | sed 's/^/pack /'
+ls "$g/objects/pack" 2>/dev/null | sed 's/^/pack /'
 echo "beyond $(git rev-list --use-bitmap-index --count --all --not HEAD 2>&1)"
 echo "reachable $(git rev-list --objects --all --use-bitmap-index --count 2>&1)"
+)
+state "$gd"
+submods | while IFS= read -r m; do
+  [ -n "$m" ] || continue
+  echo "submodule ${m#"$gd"/}"
+  state "$m"
+done
+echo "tests"
+found=""
 for a in "$@"; do
   case "$a" in
   p:*) [ -e "${a#p:}" ] || [ -L "${a#p:}" ] && echo "testfile ${a#p:}" ;;
-  b:*) git cat-file -e "${a#b:}" 2>/dev/null && echo "testblob ${a#b:}" ;;
+  b:*) git cat-file -e "${a#b:}" 2>/dev/null && found="$found ${a#b:}" ;;
   esac
 done
+# A hidden test's blob that HEAD reaches is base_commit's own past (the file
+# had that content once), not the future: only then is the whole history
+# listed.
+if [ -n "$found" ]; then
+  set --
+  for id in $found; do set -- "$@" -e "$id"; done
+  past=$(git rev-list --objects --use-bitmap-index HEAD 2>/dev/null | cut -d' ' -f1 | grep -xF "$@")
+  for id in $found; do
+    if printf '%s\n' "$past" | grep -qxF "$id"; then echo "pastblob $id"; else echo "testblob $id"; fi
+  done
+fi
 echo "end"
 `
 
@@ -238,8 +317,43 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 		return nil, fmt.Errorf("prove history: exit %d: %s", res.ExitCode, lastLines(out, 3))
 	}
 	p := judge(out, hidden)
+	p.BeyondGit = beyondGit
+	// A local box's repository is a copy of a directory on the host (or one
+	// swerve committed it into): its HEAD is the user's, not the image's.
+	_, local := box.(sandbox.Scratch)
+	if want := ExpectedHead(t); want != "" && !p.NoRepo && !local {
+		p.BaseCommit = want
+		if p.Head != "" && !strings.HasPrefix(p.Head, strings.ToLower(want)) {
+			p.HeadNotBase, p.Clean = true, false
+			p.Findings = append(p.Findings, fmt.Sprintf("HEAD is %s, not the task's base_commit %s", p.Head, want))
+		}
+	}
 	p.Seconds = time.Since(start).Seconds()
 	return p, nil
+}
+
+// beyondGit is Proof.BeyondGit.
+const beyondGit = "the work tree, for the hidden tests' files; package caches, wheels, sdists and installed copies are checked by swerve audit, not in each box"
+
+// ExpectedHead is the commit t's box must have checked out before an agent
+// starts: its base_commit, for the datasets whose images promise HEAD at
+// it (SWE-bench and its kin, SWE-Factory, NeMo Gym, swerve's own rows).
+// SWE-smith's base_commit names the bug commit on a branch of its mirror,
+// which the image does not hold (the bug is checked out or rebuilt only in
+// the grading box), and R2E-Gym and Harbor rows make no such promise, so
+// for those, for tasks without a base_commit and for tasks whose box is a
+// copy of a directory (source_dir), it is "".
+func ExpectedHead(t *task.Task) string {
+	if t == nil || t.SourceDir != "" {
+		return ""
+	}
+	switch {
+	case t.Grader == task.GraderSWESmith, t.Dialect == task.DialectSWESmith,
+		t.Grader == task.GraderR2E, t.Dialect == task.DialectR2E,
+		t.Grader == task.GraderHarbor, t.Dialect == task.DialectHarbor:
+		return ""
+	}
+	return strings.TrimSpace(t.BaseCommit)
 }
 
 // Secure proves the box, strips it when the proof finds anything, and
@@ -248,7 +362,7 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*Proof, error) {
 	start := time.Now()
 	p, err := Prove(ctx, box, t, workdir)
-	if err != nil || p.Clean {
+	if err != nil || p.Clean || p.HeadNotBase {
 		return p, err
 	}
 	if err := Strip(ctx, box, workdir); err != nil {
@@ -263,8 +377,53 @@ func Secure(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir stri
 	return p, nil
 }
 
-// judge reads the prove script's output.
+// judge reads the prove script's output: the repository's state and the
+// hidden tests, then each submodule's state, whose findings are the
+// repository's, named after the submodule.
 func judge(out string, hidden []HiddenFile) *Proof {
+	if strings.HasPrefix(out, "norepo") || strings.HasPrefix(out, "nodir") {
+		return judgeRepo(out, hidden)
+	}
+	type block struct {
+		name string
+		body strings.Builder
+	}
+	var top block
+	var subs []*block
+	cur := &top
+	for _, line := range strings.SplitAfter(out, "\n") {
+		switch {
+		case strings.HasPrefix(line, "submodule "):
+			subs = append(subs, &block{name: strings.TrimSpace(strings.TrimPrefix(line, "submodule "))})
+			cur = subs[len(subs)-1]
+			continue
+		case line == "tests\n":
+			cur = &top
+			continue
+		}
+		cur.body.WriteString(line)
+	}
+	p := judgeRepo(top.body.String(), hidden)
+	if len(subs) == 0 {
+		return p
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n", p.Fingerprint)
+	for _, b := range subs {
+		sp := judgeRepo(b.body.String(), nil)
+		p.Submodules++
+		for _, f := range sp.Findings {
+			p.Findings = append(p.Findings, "submodule "+b.name+": "+f)
+		}
+		fmt.Fprintf(h, "submodule %s %s\n", b.name, sp.Fingerprint)
+	}
+	p.Fingerprint = hex.EncodeToString(h.Sum(nil))[:16]
+	p.Clean = len(p.Findings) == 0
+	return p
+}
+
+// judgeRepo reads one repository's part of the prove script's output.
+func judgeRepo(out string, hidden []HiddenFile) *Proof {
 	p := &Proof{}
 	if strings.HasPrefix(out, "norepo") || strings.HasPrefix(out, "nodir") {
 		p.Clean, p.NoRepo = true, true
@@ -332,6 +491,8 @@ func judge(out string, hidden []HiddenFile) *Proof {
 			find("hidden test file in the work tree: %s", rest)
 		case "testblob":
 			find("hidden test content among the git objects: blob %s", rest)
+		case "pastblob":
+			p.Notes = append(p.Notes, "hidden test content in base_commit's history (HEAD reaches it): blob "+rest)
 		}
 	}
 	if p.Head == "" {
@@ -404,7 +565,9 @@ func HiddenTests(t *task.Task) []HiddenFile {
 		}
 		hf := HiddenFile{Path: path.Clean(f.path), Created: true}
 		if f.text {
-			hf.Blob = BlobID([]byte(f.content))
+			if content, err := tamper.ApplyTestPatch(t.TestPatch, f.path, ""); err == nil {
+				hf.Blob = BlobID([]byte(content))
+			}
 		}
 		out = append(out, hf)
 	}
@@ -423,82 +586,44 @@ type patchFile struct {
 	path    string
 	created bool
 	other   bool // deleted, renamed, copied, mode change or binary
-	text    bool // a single text hunk: content is the whole file
-	content string
-	hunks   []hunk
+	text    bool // created from text
+	hunks   int
 }
 
-// hunk is one hunk of a text diff: where it starts in the old file, and
-// its lines with their first character (' ', '-', '+').
-type hunk struct {
-	oldStart, oldCount int
-	lines              []string
-}
-
-// splitFiles reads the files a git diff creates, with the content of the
-// ones it creates from text.
+// splitFiles reads what a git diff does to each file it names (the
+// content is left to tamper.ApplyTestPatch, the one applier).
 func splitFiles(patch string) []patchFile {
 	var files []patchFile
 	var cur *patchFile
-	hunks := 0
-	var content strings.Builder
-	noNL := false
 	flush := func() {
 		if cur == nil {
 			return
 		}
-		if cur.created && hunks == 1 {
-			cur.text = true
-			cur.content = content.String()
-			if noNL {
-				cur.content = strings.TrimSuffix(cur.content, "\n")
-			}
-		}
+		cur.text = cur.created && !cur.other && cur.hunks > 0
 		files = append(files, *cur)
 	}
-	lines := strings.SplitAfter(patch, "\n")
 	inHunk := false
-	for _, l := range lines {
+	for _, l := range strings.SplitAfter(patch, "\n") {
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			flush()
 			f := strings.Fields(l)
 			cur = &patchFile{path: strings.TrimPrefix(f[len(f)-1], "b/")}
-			hunks, inHunk, noNL = 0, false, false
-			content.Reset()
+			inHunk = false
 		case cur == nil:
-		case !inHunk && strings.HasPrefix(l, "new file mode"):
+		case strings.HasPrefix(l, "@@ "):
+			cur.hunks++
+			inHunk = true
+		case inHunk:
+		case strings.HasPrefix(l, "new file mode"):
 			cur.created = true
-		case !inHunk && strings.HasPrefix(l, "+++ "):
+		case strings.HasPrefix(l, "+++ "):
 			if p := strings.TrimSpace(strings.TrimPrefix(l, "+++ ")); p != "/dev/null" {
 				cur.path = strings.TrimPrefix(p, "b/")
 			}
-		case strings.HasPrefix(l, "@@ "):
-			hunks++
-			inHunk = true
-			h := hunk{oldCount: 1}
-			old, _, _ := strings.Cut(strings.TrimPrefix(l, "@@ -"), " ")
-			a, b, hasCount := strings.Cut(old, ",")
-			h.oldStart, _ = strconv.Atoi(a)
-			if hasCount {
-				h.oldCount, _ = strconv.Atoi(b)
-			}
-			cur.hunks = append(cur.hunks, h)
-		case inHunk && strings.HasPrefix(l, "+"):
-			content.WriteString(l[1:])
-			cur.hunks[len(cur.hunks)-1].addLine(l)
-		case inHunk && (strings.HasPrefix(l, " ") || strings.HasPrefix(l, "-")):
-			cur.hunks[len(cur.hunks)-1].addLine(l)
-		case inHunk && strings.HasPrefix(l, `\`):
-			noNL = true
-			if h := &cur.hunks[len(cur.hunks)-1]; len(h.lines) > 0 {
-				h.lines[len(h.lines)-1] = strings.TrimSuffix(h.lines[len(h.lines)-1], "\n")
-			}
-		case !inHunk && (strings.HasPrefix(l, "deleted file mode") || strings.HasPrefix(l, "rename from") ||
-			strings.HasPrefix(l, "copy from") || strings.HasPrefix(l, "old mode")):
-			cur.other = true
-		case !inHunk && (strings.HasPrefix(l, "GIT binary patch") || strings.HasPrefix(l, "Binary files")):
-			hunks = 2 // not text
+		case strings.HasPrefix(l, "deleted file mode"), strings.HasPrefix(l, "rename from"),
+			strings.HasPrefix(l, "copy from"), strings.HasPrefix(l, "old mode"),
+			strings.HasPrefix(l, "GIT binary patch"), strings.HasPrefix(l, "Binary files"):
 			cur.other = true
 		}
 	}
@@ -514,54 +639,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, " | ")
 }
 
-func (h *hunk) addLine(l string) {
-	if l == "" {
-		return
-	}
-	h.lines = append(h.lines, l)
-}
-
-// apply applies the hunks to pre; false when they do not fit it exactly.
-func apply(pre string, hunks []hunk) (string, bool) {
-	lines := strings.SplitAfter(pre, "\n")
-	if len(lines) > 0 && lines[len(lines)-1] == "" {
-		lines = lines[:len(lines)-1]
-	}
-	var out strings.Builder
-	pos := 0
-	for _, h := range hunks {
-		start := h.oldStart - 1
-		if h.oldCount == 0 {
-			start = h.oldStart // an insertion: after line oldStart
-		}
-		if start < pos || start > len(lines) {
-			return "", false
-		}
-		for _, l := range lines[pos:start] {
-			out.WriteString(l)
-		}
-		pos = start
-		for _, l := range h.lines {
-			switch l[0] {
-			case ' ', '-':
-				if pos >= len(lines) || lines[pos] != l[1:] {
-					return "", false
-				}
-				if l[0] == ' ' {
-					out.WriteString(lines[pos])
-				}
-				pos++
-			case '+':
-				out.WriteString(l[1:])
-			}
-		}
-	}
-	for _, l := range lines[pos:] {
-		out.WriteString(l)
-	}
-	return out.String(), true
-}
-
 // changedBlobs are the blob ids of the files the test patch changes (not
 // creates), as they are after the patch: their content before it is read
 // from the work tree, which is at HEAD before an agent starts. A file whose
@@ -572,14 +649,14 @@ func changedBlobs(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdi
 	}
 	var out []string
 	for _, f := range splitFiles(t.TestPatch) {
-		if f.created || f.other || len(f.hunks) == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
+		if f.created || f.other || f.hunks == 0 || f.path == "" || strings.HasPrefix(f.path, "/") || slices.Contains(strings.Split(f.path, "/"), "..") {
 			continue
 		}
 		pre, err := box.ReadFile(ctx, path.Join(workdir, f.path))
 		if err != nil {
 			continue
 		}
-		if post, ok := apply(string(pre), f.hunks); ok {
+		if post, err := tamper.ApplyTestPatch(t.TestPatch, f.path, string(pre)); err == nil {
 			out = append(out, BlobID([]byte(post)))
 		}
 	}

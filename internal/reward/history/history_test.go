@@ -398,3 +398,211 @@ func TestStripLeavesSharedGitDirs(t *testing.T) {
 		t.Errorf("the other checkout lost its branch fix: %q", got)
 	}
 }
+
+// A created test file whose last line has no line end: its blob id is
+// git's (the content comes from tamper.ApplyTestPatch, the one applier).
+func TestHiddenTestsNoNewline(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, dir, "tests/t.py", "def test():\n    pass")
+	git(t, dir, "add", "-N", "tests/t.py")
+	patch := git(t, dir, "diff") + "\n"
+	want := git(t, dir, "hash-object", "tests/t.py")
+	got := history.HiddenTests(&task.Task{TestPatch: patch})
+	if len(got) != 1 || got[0].Blob != want {
+		t.Errorf("HiddenTests = %+v; git's blob is %s\n%s", got, want, patch)
+	}
+}
+
+// HEAD must be the task's base commit where the dataset promises it: an
+// image whose HEAD is elsewhere (a future commit checked out) is refused,
+// whatever its refs. SWE-smith's HEAD is not its base_commit by design (the
+// bug is checked out or rebuilt at grading), and R2E-Gym's and Harbor's
+// rows promise nothing: no check there.
+func TestProveHeadIsBase(t *testing.T) {
+	ctx := context.Background()
+	cases := []struct {
+		name   string
+		grader task.Grader
+		// atFix checks the fix out (HEAD in the future).
+		atFix bool
+		short bool // base_commit abbreviated
+		want  string
+	}{
+		{"at base", task.GraderSWEBench, false, false, ""},
+		{"at base, abbreviated", task.GraderSWEBench, false, true, ""},
+		{"at the fix", task.GraderSWEBench, true, false, "HEAD is "},
+		{"at the fix, swe-factory", task.GraderSWEFactory, true, false, "HEAD is "},
+		{"at the fix, abbreviated", task.GraderSWEBench, true, true, "HEAD is "},
+		{"swe-smith: not checked", task.GraderSWESmith, true, false, ""},
+		{"r2e: not checked", task.GraderR2E, true, false, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, base, fix := repo(t, nil)
+			if tc.atFix {
+				git(t, dir, "checkout", "-q", "fix")
+			}
+			git(t, dir, "branch", "-D", map[bool]string{true: "main", false: "fix"}[tc.atFix])
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+			want := base
+			if tc.short {
+				want = base[:10]
+			}
+			tk := &task.Task{InstanceID: "calc-1", BaseCommit: want, Grader: tc.grader}
+			p, err := history.Secure(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := strings.Join(p.Findings, "\n")
+			if tc.want == "" {
+				if !p.Clean {
+					t.Errorf("refused: %q", p.Findings)
+				}
+				return
+			}
+			err = p.Err(tk.InstanceID)
+			if p.Clean || !strings.Contains(found, tc.want) || !strings.Contains(found, fix[:12]) || !errors.Is(err, history.ErrNotClean) {
+				t.Errorf("proof %+v, err %v; want a refusal naming HEAD %s", p, err, fix)
+			}
+			if p.Stripped || !p.HeadNotBase {
+				t.Errorf("stripped %v, head_not_base %v: a HEAD elsewhere is refused as found", p.Stripped, p.HeadNotBase)
+			}
+		})
+	}
+}
+
+// A hidden test's content that is already in base_commit's history (the
+// file existed before with that content, or the test patch only deletes
+// lines and so restores an older version) is not the future: the proof
+// notes it and stays clean. The same blob only in a dangling object or
+// past HEAD is still a finding.
+func TestHiddenBlobInPastHistory(t *testing.T) {
+	ctx := context.Background()
+	const created = "def test_old():\n    assert True\n"
+	createPatch := "diff --git a/tests/test_old.py b/tests/test_old.py\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/tests/test_old.py\n@@ -0,0 +1,2 @@\n+def test_old():\n+    assert True\n"
+	deletePatch := "diff --git a/tests/test_ops.py b/tests/test_ops.py\nindex 2222222..3333333 100644\n--- a/tests/test_ops.py\n+++ b/tests/test_ops.py\n@@ -1,2 +1 @@\n x = 1\n-y = 2\n"
+	cases := []struct {
+		name, patch string
+		// history makes the repository; it returns nothing.
+		history func(t *testing.T, dir string)
+		want    string // a finding; "" for clean with a note
+	}{
+		{"created file existed before base", createPatch, func(t *testing.T, dir string) {
+			write(t, dir, "tests/test_old.py", created)
+			git(t, dir, "add", "-A")
+			commitAt(t, dir, 1, "one")
+			git(t, dir, "rm", "-q", "tests/test_old.py")
+			commitAt(t, dir, 2, "two")
+		}, ""},
+		{"patch only deletes, restoring an older version", deletePatch, func(t *testing.T, dir string) {
+			write(t, dir, "tests/test_ops.py", "x = 1\n")
+			git(t, dir, "add", "-A")
+			commitAt(t, dir, 1, "one")
+			write(t, dir, "tests/test_ops.py", "x = 1\ny = 2\n")
+			commitAt(t, dir, 2, "two")
+		}, ""},
+		{"created file only in a dangling blob", createPatch, func(t *testing.T, dir string) {
+			write(t, dir, "README", "r\n")
+			git(t, dir, "add", "-A")
+			commitAt(t, dir, 1, "one")
+			write(t, filepath.Join(dir, ".."), "hidden.py", created)
+			git(t, dir, "hash-object", "-w", "../hidden.py")
+		}, "hidden test content among the git objects: blob " + history.BlobID([]byte(created))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "repo")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			git(t, dir, "init", "-q", "-b", "main")
+			tc.history(t, dir)
+			git(t, dir, "reflog", "expire", "--expire=now", "--all")
+			tk := &task.Task{InstanceID: "t", TestPatch: tc.patch}
+			p, err := history.Prove(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := strings.Join(p.Findings, "\n")
+			if tc.want != "" {
+				if p.Clean || !strings.Contains(found, tc.want) {
+					t.Errorf("findings %q, want %q", p.Findings, tc.want)
+				}
+				return
+			}
+			if !p.Clean || p.Err("t") != nil {
+				t.Errorf("a blob of base_commit's own history refused: %q", p.Findings)
+			}
+			if !strings.Contains(strings.Join(p.Notes, "\n"), "in base_commit's history") {
+				t.Errorf("notes %q; want one saying the blob is in base_commit's history", p.Notes)
+			}
+		})
+	}
+}
+
+// A submodule's git directory is a repository of its own: when it holds
+// its project's future (here a branch cloned along with it), the proof
+// names it and the strip removes it there too, whether git keeps that
+// directory under .git/modules or in the submodule's work tree.
+func TestSubmoduleFuture(t *testing.T) {
+	ctx := context.Background()
+	for _, absorbed := range []bool{true, false} {
+		t.Run(map[bool]string{true: ".git/modules", false: "embedded .git"}[absorbed], func(t *testing.T) {
+			lib := t.TempDir()
+			git(t, lib, "init", "-q", "-b", "main")
+			write(t, lib, "lib.py", "x = 1\n")
+			git(t, lib, "add", "-A")
+			commitAt(t, lib, 1, "lib one")
+			git(t, lib, "checkout", "-q", "-b", "fix")
+			write(t, lib, "lib.py", "x = 2  # the fix\n")
+			libFix := commitAt(t, lib, 5, "lib fix")
+			git(t, lib, "checkout", "-q", "main")
+
+			dir, base, _ := repo(t, func(t *testing.T, dir, base, fix string) {
+				git(t, dir, "branch", "-D", "fix")
+			})
+			if absorbed {
+				git(t, dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", lib, "vendor/lib")
+			} else {
+				git(t, dir, "clone", "-q", lib, "vendor/lib")
+				git(t, dir, "add", "vendor/lib")
+			}
+			commitAt(t, dir, 2, "vendor lib")
+			head := git(t, dir, "rev-parse", "HEAD")
+			git(t, dir, "reflog", "expire", "--expire=now", "--expire-unreachable=now", "--all")
+			sub := filepath.Join(dir, "vendor", "lib", ".git")
+			if absorbed {
+				sub = filepath.Join(dir, ".git", "modules", "vendor", "lib")
+			}
+			if err := exec.Command("git", "--git-dir", sub, "cat-file", "-e", libFix).Run(); err != nil {
+				t.Fatalf("the planted future %s is not in %s", libFix, sub)
+			}
+			_ = base
+			tk := &task.Task{InstanceID: "sub-1", BaseCommit: head}
+			p, err := history.Prove(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Clean || !strings.Contains(strings.Join(p.Findings, "\n"), "submodule ") {
+				t.Fatalf("before the strip: %+v; want a finding naming the submodule", p)
+			}
+			p, err = history.Secure(ctx, hostBox{dir: dir}, tk, dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Clean || !p.Stripped || p.Submodules != 1 {
+				t.Fatalf("after the strip: %+v", p)
+			}
+			if err := exec.Command("git", "--git-dir", sub, "cat-file", "-e", libFix).Run(); err == nil {
+				t.Errorf("the submodule's future %s is still in %s", libFix, sub)
+			}
+			if got := git(t, filepath.Join(dir, "vendor", "lib"), "log", "--format=%s"); got != "lib one" {
+				t.Errorf("submodule's history = %q", got)
+			}
+			if got := git(t, dir, "status", "--porcelain"); got != "" {
+				t.Errorf("git status = %q", got)
+			}
+		})
+	}
+}

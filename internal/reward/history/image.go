@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 )
 
@@ -116,4 +117,52 @@ func (c *Images) Ref(ctx context.Context, b Builder, image, workdir string) (str
 		p.ref, _, p.err = Prepare(context.WithoutCancel(ctx), b, image, workdir, PrepareOptions{Progress: io.Discard})
 	})
 	return p.ref, p.err
+}
+
+// Engine lists and removes the prepared copies on a backend that builds
+// them.
+type Engine interface {
+	ImageID(ctx context.Context, ref string) (id string, ok bool, err error)
+	// PreparedImages lists the images of DerivedRepo that carry
+	// LabelSource: those Prepare made.
+	PreparedImages(ctx context.Context) ([]PreparedImage, error)
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// PreparedImage is one prepared copy found on an engine.
+type PreparedImage struct {
+	Ref string `json:"ref"`
+	ID  string `json:"id"`
+	// Source is the id of the image it was made from; SourceGone says
+	// the engine no longer has that image (so no box will open from this
+	// copy again: a new source gets a copy of its own).
+	Source     string `json:"source"`
+	SourceGone bool   `json:"source_gone"`
+	Size       int64  `json:"size"`
+}
+
+// Stale lists the prepared copies gc removes: those whose source image is
+// gone, or, with all, every one Prepare made (a copy whose source is still
+// there is built again the next time a box needs it). Images of DerivedRepo
+// without LabelSource were not made by Prepare and are never listed.
+func Stale(ctx context.Context, e Engine, all bool) ([]PreparedImage, error) {
+	imgs, err := e.PreparedImages(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("prepared images: %w", err)
+	}
+	var out []PreparedImage
+	for _, im := range imgs {
+		if im.Source == "" || !strings.HasPrefix(im.Ref, DerivedRepo+":") {
+			continue
+		}
+		_, ok, err := e.ImageID(ctx, im.Source)
+		if err != nil {
+			return nil, fmt.Errorf("prepared image %s: its source %s: %w", im.Ref, im.Source, err)
+		}
+		im.SourceGone = !ok
+		if im.SourceGone || all {
+			out = append(out, im)
+		}
+	}
+	return out, nil
 }

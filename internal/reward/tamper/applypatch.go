@@ -21,7 +21,13 @@ func CreatedBy(diff, file string) bool {
 // (base, "" for a file the diff creates). A file the diff does not touch
 // comes back unchanged. Every context and removed line must match the base
 // where its hunk says, as git apply without fuzz requires; anything else
-// is an error.
+// is an error. Lines are compared with their line ends, so a last line
+// without one ("\ No newline at end of file" after it in the diff) is
+// matched and written as the diff says, on either side.
+//
+// It is the one applier swerve has for test patches: the canaries read
+// test files with it, and the history proof computes with it the content
+// a test patch gives the files it changes.
 func ApplyTestPatch(diff, file, base string) (string, error) {
 	lines := strings.Split(diff, "\n")
 	start := -1
@@ -34,15 +40,11 @@ func ApplyTestPatch(diff, file, base string) (string, error) {
 	if start < 0 {
 		return base, nil
 	}
-	old := strings.Split(base, "\n")
-	finalNL := strings.HasSuffix(base, "\n") || base == ""
-	if strings.HasSuffix(base, "\n") {
+	old := strings.SplitAfter(base, "\n")
+	if old[len(old)-1] == "" {
 		old = old[:len(old)-1]
 	}
-	if base == "" {
-		old = nil
-	}
-	var out []string
+	var out strings.Builder
 	pos := 0
 	for i := start; i < len(lines); {
 		l := lines[i]
@@ -60,7 +62,7 @@ func ApplyTestPatch(diff, file, base string) (string, error) {
 		if at < pos || at > len(old) {
 			return "", fmt.Errorf("%s: hunk %q out of order", file, l)
 		}
-		out = append(out, old[pos:at]...)
+		out.WriteString(strings.Join(old[pos:at], ""))
 		pos = at
 		i++
 		for oldN > 0 || newN > 0 {
@@ -69,24 +71,30 @@ func ApplyTestPatch(diff, file, base string) (string, error) {
 			}
 			h := lines[i]
 			i++
-			switch {
-			case strings.HasPrefix(h, `\`):
+			if strings.HasPrefix(h, `\`) {
 				continue
+			}
+			text := "\n"
+			if h != "" {
+				text = h[1:] + "\n"
+			}
+			// The marker after a line says that line has no line end.
+			if i < len(lines) && strings.HasPrefix(lines[i], `\`) {
+				text = strings.TrimSuffix(text, "\n")
+				i++
+			}
+			switch {
 			case strings.HasPrefix(h, "+"):
-				out = append(out, h[1:])
+				out.WriteString(text)
 				newN--
 			case strings.HasPrefix(h, "-"), strings.HasPrefix(h, " "), h == "":
-				text := ""
-				if h != "" {
-					text = h[1:]
-				}
 				if pos >= len(old) || old[pos] != text {
 					return "", fmt.Errorf("%s: line %d does not match the patch", file, pos+1)
 				}
 				pos++
 				oldN--
 				if !strings.HasPrefix(h, "-") {
-					out = append(out, text)
+					out.WriteString(text)
 					newN--
 				}
 			default:
@@ -97,12 +105,8 @@ func ApplyTestPatch(diff, file, base string) (string, error) {
 			i++
 		}
 	}
-	out = append(out, old[pos:]...)
-	text := strings.Join(out, "\n")
-	if finalNL && len(out) > 0 {
-		text += "\n"
-	}
-	return text, nil
+	out.WriteString(strings.Join(old[pos:], ""))
+	return out.String(), nil
 }
 
 // hunkHeader reads "@@ -a,b +c,d @@": the old start and both counts.

@@ -104,6 +104,9 @@ func New(b sandbox.Backend, opts Options) *Pool {
 	return &Pool{b: b, size: opts.Size, ctx: ctx, cancel: cancel}
 }
 
+// Backend is the backend the pool opens its boxes on.
+func (p *Pool) Backend() sandbox.Backend { return p.b }
+
 // Key is what two specs must share for a box opened for one to be handed
 // to the other: every field but PullProgress.
 func Key(spec sandbox.Spec) string {

@@ -1,0 +1,4 @@
+package history
+
+// AuditBoxAt lets the tests audit a directory standing for a box's "/".
+var AuditBoxAt = auditBoxAt
