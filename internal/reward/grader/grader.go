@@ -79,7 +79,7 @@ type Outcome struct {
 	// Phases says how the eval script ran: "phased" (the patch's code as
 	// an unprivileged user, the tree outside the work tree checked; see
 	// reward.RunPhased) or "single phase: <why>". Empty for the graders
-	// that always run it as one (swefactory, r2e, swesmith, harbor).
+	// that always run it as one (r2e, swesmith, harbor).
 	Phases string `json:"phases,omitempty"`
 	// Evidence says whether the grader read the test output for evidence
 	// that the tests ran ("checked", or "not applied: <why>"); empty for
@@ -249,7 +249,7 @@ type Options struct {
 	// Tamper is what to do with the tamper defences' findings; empty means
 	// tamper.ModeZero.
 	Tamper tamper.Mode
-	// SinglePhase runs a swebench eval script as one run, as root, the
+	// SinglePhase runs a swebench or swefactory eval script as one run, as root, the
 	// way it ran before phased runs (reward.RunPhased) existed.
 	SinglePhase bool
 }
@@ -319,7 +319,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Tampered = append(out.Tampered, f)
 		}
 	case task.GraderSWEFactory:
-		ro := swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir}
+		ro := swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase}
 		var can *tamper.Canaries
 		if opts.Tamper != tamper.ModeIgnore {
 			if can, ro.Canary, err = factoryCanaries(ctx, box, t, opts.Workdir); err != nil {
@@ -346,6 +346,8 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Tampered = append(out.Tampered, can.Verify(rr.Canaries, rr.Result.Resolved)...)
 		}
 		a = rr.Attempt
+		out.Phases = a.Phases
+		out.Tampered = append(out.Tampered, a.Tampered...)
 	case task.GraderR2E:
 		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
 		if err != nil {

@@ -427,14 +427,20 @@ func CanaryScript(script, injector string) (string, error) {
 	if at < 0 {
 		return "", fmt.Errorf("canaries: no echo of %s in the eval script", Marker)
 	}
-	q := "'" + strings.ReplaceAll(injector, "'", `'\''`) + "'"
 	run := []string{
-		fmt.Sprintf(`"$(command -v python || command -v python3)" %s; rm -f %s`, q, q),
+		injectLine(injector),
 		cmd,
 		canaryEnd,
 	}
 	out := append(append(append([]string{}, lines[:at+1]...), run...), lines[at+1:]...)
 	return strings.Join(out, "\n"), nil
+}
+
+// injectLine is the line of CanaryScript that runs the injector and
+// deletes it: in a phased run, the one line of the test part run as root.
+func injectLine(injector string) string {
+	q := "'" + strings.ReplaceAll(injector, "'", `'\''`) + "'"
+	return fmt.Sprintf(`"$(command -v python || command -v python3)" %s; rm -f %s`, q, q)
 }
 
 // CanaryCommand is the test command CanaryScript runs again, or "" when

@@ -136,6 +136,10 @@ type RunOptions struct {
 	// it after its echo of the marker and then the test command again
 	// (see CanaryScript), so that the canaries cannot change the verdict.
 	Canary string
+	// SinglePhase runs the eval script as one run, as root; else it runs
+	// in phases where it can (reward.RunPhased: the tests as the grading
+	// user, the test files root's), the canary injector as root.
+	SinglePhase bool
 }
 
 // RunResult is a graded run.
@@ -162,7 +166,11 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 			return nil, fmt.Errorf("task %s: eval_script: %w", t.InstanceID, err)
 		}
 	}
-	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	ao := reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir, Phased: !opts.SinglePhase}
+	if opts.Canary != "" {
+		ao.RootLines = []string{injectLine(opts.Canary)}
+	}
+	a, err := reward.Try(ctx, box, ao)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
