@@ -167,20 +167,31 @@ var (
 )
 
 // PatchTests names the pytest test functions ("file::function") a test
-// patch adds or changes, in .py files the test command runs (all of the
-// patch's when the command names no .py file): a function whose def line
-// is added, or that holds an added or removed line.
+// patch adds or changes, in the .py files the test command names or under
+// the directories it names ("tests/", "src/pkg/tests"; all of the patch's
+// files when it names neither): a function whose def line is added, or
+// that holds an added or removed line.
 func PatchTests(testPatch, cmd string) []string {
-	named := map[string]bool{}
+	named, dirs := map[string]bool{}, []string{}
 	for _, w := range strings.Fields(cmd) {
 		f, _, _ := strings.Cut(w, "::")
-		if strings.HasSuffix(f, ".py") {
-			named[strings.TrimPrefix(f, "./")] = true
+		f = strings.TrimPrefix(f, "./")
+		switch {
+		case strings.HasSuffix(f, ".py"):
+			named[f] = true
+		case strings.HasSuffix(f, "/") || strings.Contains(f, "/") && !strings.HasPrefix(f, "-") && !strings.HasPrefix(f, "/") && path.Ext(f) == "":
+			// A directory of the repository the command runs.
+			dirs = append(dirs, strings.TrimSuffix(f, "/")+"/")
 		}
 	}
 	runs := func(file string) bool {
-		if len(named) == 0 {
+		if len(named)+len(dirs) == 0 {
 			return true
+		}
+		for _, d := range dirs {
+			if strings.HasPrefix(file, d) {
+				return true
+			}
 		}
 		return named[file]
 	}

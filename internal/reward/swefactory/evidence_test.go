@@ -117,6 +117,8 @@ func TestPatchTests(t *testing.T) {
 		{"files the command names", "pytest -rA tests/test_ops.py", []string{"tests/test_ops.py::test_add_zero", "tests/test_ops.py::test_add_many", "tests/test_ops.py::test_in_class"}},
 		{"every file when it names none", "pytest -rA", []string{"tests/test_ops.py::test_add_zero", "tests/test_ops.py::test_add_many", "tests/test_ops.py::test_in_class", "tests/test_other.py::test_elsewhere"}},
 		{"a node id names its file", "pytest -rA tests/test_other.py::test_elsewhere", []string{"tests/test_other.py::test_elsewhere"}},
+		{"a directory names its files", "pytest -rA -p no:cacheprovider tests/", []string{"tests/test_ops.py::test_add_zero", "tests/test_ops.py::test_add_many", "tests/test_ops.py::test_in_class", "tests/test_other.py::test_elsewhere"}},
+		{"another directory names none", "pytest -rA lib/tests", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := PatchTests(opsPatch, tt.cmd); !reflect.DeepEqual(got, tt.want) {
