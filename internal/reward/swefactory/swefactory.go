@@ -13,6 +13,14 @@
 // traced; one that turns xtrace off before the echo gets no verdict.
 // Evaluate, for logs made elsewhere (swerve grade --log), still reads the
 // last printed line, as SWE-Factory does.
+//
+// In a sealed run a status of 0 is not enough: the test output must show
+// the row's tests ran and passed (evidence.go), where a log parser reads
+// the test command. The run is phased where the script allows
+// (reward.RunPhased: the tests as the grading user, the test files
+// root's), and the grader's mutant canaries run in a second run of the
+// test command after the script's echo of the marker (CanaryScript), so
+// that a must-fail test cannot change the verdict.
 package swefactory
 
 import (
@@ -152,7 +160,8 @@ type RunResult struct {
 }
 
 // Run applies the patch in a fresh box, runs the eval script sealed and
-// grades it on what bash traced (EvaluateTrace).
+// grades it on what bash traced (EvaluateTrace), then on the evidence in
+// the test output (CheckEvidence).
 // A patch that does not apply or a timed-out script give reward 0 with the
 // reason; errors mean the box failed.
 func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions) (*RunResult, error) {
