@@ -484,7 +484,7 @@ func factoryCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, wor
 	tk := *t
 	tk.LogParser = parser
 	if len(tk.FailToPass)+len(tk.PassToPass) == 0 {
-		tk.FailToPass, _ = swefactory.Required(t, cmd)
+		tk.FailToPass, _ = swefactory.Required(t, cmd, parser)
 	}
 	can := tamper.PlanCanariesCmd(&tk, cmd, testSource(ctx, box, &tk, workdir))
 	if !can.Available() {

@@ -150,12 +150,16 @@ func Section(log string, tr *reward.Trace) (string, bool) {
 }
 
 // Required lists the tests a row's run must show passed: its
-// FAIL_TO_PASS and PASS_TO_PASS lists, else the pytest tests its test patch
-// adds or changes in the files the test command runs (derived is true;
-// their names are "file::function", the class not known).
-func Required(t *task.Task, cmd string) (tests []string, derived bool) {
+// FAIL_TO_PASS and PASS_TO_PASS lists, else, when parser reads pytest's
+// names, the tests its test patch adds or changes in the files the test
+// command runs (derived is true; their names are "file::function", the
+// class not known). Other parsers' names are not derived: none.
+func Required(t *task.Task, cmd, parser string) (tests []string, derived bool) {
 	if len(t.FailToPass)+len(t.PassToPass) > 0 {
 		return append(append([]string{}, t.FailToPass...), t.PassToPass...), false
+	}
+	if !strings.HasPrefix(parser, "parse_log_pytest") {
+		return nil, true
 	}
 	return PatchTests(t.TestPatch, cmd), true
 }
@@ -306,7 +310,7 @@ func CheckEvidence(t *task.Task, script, section string) *Evidence {
 		ev.Problem = "tests failed: " + strings.Join(clipList(bad), ", ") + " (although the exit status is 0)"
 		return ev
 	}
-	req, derived := Required(t, cmd)
+	req, derived := Required(t, cmd, parser)
 	var missing, failed []string
 	passedAny := false
 	p2p := map[string]bool{}

@@ -156,6 +156,7 @@ func TestCheckEvidence(t *testing.T) {
 		{"every patch test skipped", unlisted, script, "SKIPPED tests/test_ops.py::test_add_zero\nSKIPPED tests/test_ops.py::test_add_many\nSKIPPED tests/test_ops.py::TestAdd::test_in_class\n", true, 3, "no test results of a passed test"},
 		{"no derivable test: one pass is enough", noPatch, factoryScript("", cmd), "PASSED tests/test_ops.py::test_x\n", true, 1, ""},
 		{"no derivable test and only skips", noPatch, factoryScript("", cmd), "SKIPPED tests/test_ops.py::test_x\n", true, 1, "no test results of a passed test"},
+		{"another parser's names are not derived: one pass is enough", &task.Task{InstanceID: "a", TestPatch: opsPatch, LogParser: "parse_log_tap"}, factoryScript(opsPatch, "bash tests/run.sh"), "ok 1 - x\n", true, 1, ""},
 		{"C++: not applied", unlisted, factoryScript(opsPatch, "cd build\n./tests/utests"), "", false, 0, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
