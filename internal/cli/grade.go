@@ -106,6 +106,7 @@ upstream runtimes decide it:
   swebench    the SWE-bench harness (5.x): the eval script's test section, the
               row's log parser, FAIL_TO_PASS / PASS_TO_PASS; its report.json
   swefactory  the OMNIGRIL_EXIT_CODE=<n> the eval script echoes; 0 resolves
+              when (in a box) the test output shows the tests ran and passed
   r2e         R2E-Gym: run_tests.sh's pytest summary must equal the row's
               expected_output_json
   swesmith    SWE-smith's harness: its test command over the FAIL_TO_PASS files,

@@ -54,6 +54,10 @@ var CheckRoots = []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"
 // phasePlan is an eval script cut into phases.
 type phasePlan struct {
 	setup, install, apply, tests, cleanup string
+	// rootStep is a line of the test part the caller named to run as
+	// root (RunPhased's rootLines), and tests2 the test part after it;
+	// both "" when there is none.
+	rootStep, tests2 string
 	// testFiles are the files the reset line names (the test patch's).
 	testFiles []string
 }
@@ -82,7 +86,16 @@ var stateWords = map[string]bool{
 // markers after it, no errexit, and no line in a later phase that changes
 // the shell's state (but the activation lines the setup already ran, and
 // assignments in the test phase).
-func splitPhases(script string) (*phasePlan, string) {
+//
+// A script with neither marker (SWE-Factory's: the tests, `rc=$?` and the
+// echo of the status right after the here-document) is cut the same way:
+// its test phase runs from the line after the here-document to the reset
+// of the test files after it, and, without a `git … diff`, its setup is
+// its leading lines that only set the shell up (`set`, `cd`, `source`,
+// `export`, comments) and its install step the lines from there to the
+// reset. A line of the test phase that is one of rootLines ends it: that
+// line runs as root, on its own, and the rest of the test phase after it.
+func splitPhases(script string, rootLines ...string) (*phasePlan, string) {
 	lines := strings.Split(script, "\n")
 	applyAt, docEnd, diffAt, startAt, endAt := -1, -1, -1, -1, -1
 	for i := 0; i < len(lines); i++ {
@@ -113,17 +126,29 @@ func splitPhases(script string) (*phasePlan, string) {
 			endAt = i
 		}
 	}
+	noMarkers := applyAt >= 0 && startAt < 0 && endAt < 0
 	switch {
 	case applyAt < 0:
 		return nil, "no test patch applied from a here-document"
-	case diffAt < 0:
+	case diffAt < 0 && !noMarkers:
 		return nil, "no git diff before the install step"
 	case applyAt == 0 || !resetLine.MatchString(strings.TrimSpace(lines[applyAt-1])):
 		return nil, "the test patch is not applied right after the test files are reset"
-	case startAt < 0 || endAt < 0:
+	case !noMarkers && (startAt < 0 || endAt < 0):
 		return nil, "no test output markers after the test patch"
 	}
 	resetAt := applyAt - 1
+	setupEnd := diffAt + 1
+	if noMarkers {
+		// The tests start right after the here-document.
+		startAt, endAt = docEnd+1, docEnd
+		if diffAt < 0 {
+			setupEnd = 0
+			for setupEnd < resetAt && setupLine(strings.TrimSpace(lines[setupEnd])) {
+				setupEnd++
+			}
+		}
+	}
 	// The test phase runs on to the reset after the end marker (the
 	// exit-code echoes are between them).
 	testsEnd := endAt + 1
@@ -141,7 +166,7 @@ func splitPhases(script string) (*phasePlan, string) {
 			}
 		}
 	}
-	setup := lines[:diffAt+1]
+	setup := lines[:setupEnd]
 	seen := map[string]bool{}
 	for _, l := range setup {
 		seen[strings.TrimSpace(l)] = true
@@ -165,20 +190,49 @@ func splitPhases(script string) (*phasePlan, string) {
 	for _, r := range []struct {
 		from, to int
 		assign   bool
-	}{{diffAt + 1, startAt, false}, {startAt, testsEnd, true}, {testsEnd, len(lines), false}} {
+	}{{setupEnd, startAt, false}, {startAt, testsEnd, true}, {testsEnd, len(lines), false}} {
 		if why := check(r.from, r.to, r.assign); why != "" {
 			return nil, why
 		}
 	}
 	join := func(from, to int) string { return strings.Join(lines[from:to], "\n") + "\n" }
-	return &phasePlan{
-		setup:     join(0, diffAt+1),
-		install:   join(diffAt+1, resetAt),
+	plan := &phasePlan{
+		setup:     join(0, setupEnd),
+		install:   join(setupEnd, resetAt),
 		apply:     join(resetAt, startAt),
 		tests:     join(startAt, testsEnd),
 		cleanup:   strings.Join(lines[testsEnd:], "\n"),
 		testFiles: strings.Fields(lines[resetAt])[3:],
-	}, ""
+	}
+	for i := startAt; i < testsEnd; i++ {
+		if l := strings.TrimSpace(lines[i]); l != "" && contains(rootLines, l) {
+			plan.tests, plan.rootStep, plan.tests2 = join(startAt, i), l+"\n", join(i+1, testsEnd)
+			break
+		}
+	}
+	return plan, ""
+}
+
+// setupLine reports whether l only sets the shell up: a #! line, a
+// comment, `set`, `cd`, `source`/`.` of an absolute path, `conda
+// activate`, `export`, `umask`; one command, nothing chained to it.
+func setupLine(l string) bool {
+	if l == "" || strings.HasPrefix(l, "#") {
+		return true
+	}
+	if strings.ContainsAny(l, ";&|`<>") || strings.Contains(l, "$(") {
+		return false
+	}
+	w, rest, _ := strings.Cut(l, " ")
+	switch w {
+	case "set", "cd", "export", "umask":
+		return true
+	case "source", ".":
+		return strings.HasPrefix(strings.TrimSpace(rest), "/")
+	case "conda":
+		return strings.HasPrefix(strings.TrimSpace(rest), "activate ")
+	}
+	return false
 }
 
 // PhasedRun is the outcome of RunPhased.
@@ -208,11 +262,11 @@ var gitHardening = []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=core.hooksPa
 // phases.go), its files in a new directory under scratch. When the script
 // is not in the shape splitPhases knows, or the box cannot run a command as
 // GradingUser, it returns nil and why, having run nothing.
-func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script string, timeout time.Duration) (*PhasedRun, string, error) {
+func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script string, timeout time.Duration, rootLines ...string) (*PhasedRun, string, error) {
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
 	}
-	plan, why := splitPhases(script)
+	plan, why := splitPhases(script, rootLines...)
 	if plan == nil {
 		return nil, why, nil
 	}
@@ -349,6 +403,14 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	p.time("lock", t0)
 	if stop, err := p.phase(ctx, "tests", ustate+plan.tests, GradingUser, uenv); err != nil || stop {
 		return p.out, "", err
+	}
+	if plan.rootStep != "" {
+		if stop, err := p.phase(ctx, "root-step", state+plan.rootStep, "", gitHardening); err != nil || stop {
+			return p.out, "", err
+		}
+		if stop, err := p.phase(ctx, "tests-after", ustate+plan.tests2, GradingUser, uenv); err != nil || stop {
+			return p.out, "", err
+		}
 	}
 	if _, err := p.phase(ctx, "cleanup", state+plan.cleanup, "", gitHardening); err != nil {
 		return nil, "", err

@@ -59,6 +59,68 @@ func TestSplitPhases(t *testing.T) {
 	}
 }
 
+// factoryShaped is an eval script in SWE-Factory's shape: no git diff, no
+// markers, the tests and the echo of their status right after the test
+// patch; with a line the caller runs as root after the echo.
+const factoryShaped = `#!/bin/bash
+set -uxo pipefail
+# the project root
+cd /testbed
+pip install -q -e .
+git checkout abc1234 "tests/test_a.py"
+git apply -v - <<'EOF_114329324912'
+diff --git a/tests/test_a.py b/tests/test_a.py
+EOF_114329324912
+python -m pytest -rA tests/test_a.py
+rc=$? # keep it
+echo "OMNIGRIL_EXIT_CODE=$rc"
+python3 /inject.py; rm -f /inject.py
+python -m pytest -rA tests/test_a.py
+git checkout abc1234 "tests/test_a.py"
+`
+
+func TestSplitPhasesExitStatusShape(t *testing.T) {
+	plan, why := splitPhases(factoryShaped, "python3 /inject.py; rm -f /inject.py")
+	if plan == nil {
+		t.Fatalf("splitPhases: not split: %s", why)
+	}
+	if got := plan.setup + plan.install + plan.apply + plan.tests + plan.rootStep + plan.tests2 + plan.cleanup; got != factoryShaped {
+		t.Errorf("the phases joined differ from the script:\n%s", got)
+	}
+	for _, c := range []struct{ name, phase, first, last string }{
+		{"setup", plan.setup, "#!/bin/bash", "cd /testbed"},
+		{"install", plan.install, "pip install -q -e .", "pip install -q -e ."},
+		{"apply", plan.apply, `git checkout abc1234 "tests/test_a.py"`, "EOF_114329324912"},
+		{"tests", plan.tests, "python -m pytest -rA tests/test_a.py", `echo "OMNIGRIL_EXIT_CODE=$rc"`},
+		{"root step", plan.rootStep, "python3 /inject.py; rm -f /inject.py", "python3 /inject.py; rm -f /inject.py"},
+		{"tests after it", plan.tests2, "python -m pytest -rA tests/test_a.py", "python -m pytest -rA tests/test_a.py"},
+	} {
+		lines := strings.Split(strings.TrimSuffix(c.phase, "\n"), "\n")
+		if lines[0] != c.first || lines[len(lines)-1] != c.last {
+			t.Errorf("%s phase runs from %q to %q, want %q to %q", c.name, lines[0], lines[len(lines)-1], c.first, c.last)
+		}
+	}
+	if got := strings.Join(plan.testFiles, " "); got != `"tests/test_a.py"` {
+		t.Errorf("test files %q", got)
+	}
+	// Without root lines the test phase runs on to the reset.
+	plan, _ = splitPhases(factoryShaped)
+	if plan == nil || plan.rootStep != "" || !strings.HasSuffix(plan.tests, "python -m pytest -rA tests/test_a.py\n") {
+		t.Errorf("without root lines: %+v", plan)
+	}
+	// A state change in the install step, or no here-document (the real
+	// C++ row applies no test patch), stays one run.
+	for _, c := range []struct{ old, new, why string }{
+		{"pip install -q -e .", "cd build && make\ncd /testbed", "changes the shell's state"},
+		{"git apply -v - <<'EOF_114329324912'\ndiff --git a/tests/test_a.py b/tests/test_a.py\nEOF_114329324912\n", "", "no test patch"},
+	} {
+		script := strings.Replace(factoryShaped, c.old, c.new, 1)
+		if plan, why := splitPhases(script); plan != nil || !strings.Contains(why, c.why) {
+			t.Errorf("split %q: %v, %q; want it refused saying %q", c.new, plan != nil, why, c.why)
+		}
+	}
+}
+
 func TestSplitPhasesRefuses(t *testing.T) {
 	for _, c := range []struct{ name, old, new, why string }{
 		{"errexit", "set -uxo pipefail", "set -euxo pipefail", "set -e"},

@@ -287,6 +287,9 @@ type AttemptOptions struct {
 	// patch's code never as root; a script or box that cannot be phased
 	// runs as one, and Attempt.Phases says why.
 	Phased bool
+	// RootLines are lines of the test part of a phased run that run as
+	// root, each on its own (see splitPhases).
+	RootLines []string
 }
 
 // Try applies the patch in box and runs the eval script, as every grader
@@ -320,7 +323,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 	}
 	var run *ScriptRun
 	if opts.Phased {
-		pr, why, err := RunPhased(ctx, box, dir, path.Dir(evalFile), opts.Script, opts.EvalTimeout)
+		pr, why, err := RunPhased(ctx, box, dir, path.Dir(evalFile), opts.Script, opts.EvalTimeout, opts.RootLines...)
 		if err != nil {
 			return nil, fmt.Errorf("run eval script in phases: %w", diedUnder(err))
 		}

@@ -322,9 +322,9 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	case ExpectZero:
 		r.ok = out.Reward == 0 && !out.Resolved && failing(out.Reason) && !out.ApplyFailed
 	}
-	// Swebench tasks are graded in phases (reward.RunPhased) unless asked
+	// Swebench and swefactory tasks are graded in phases (reward.RunPhased) unless asked
 	// not to; a fallback to one run would leave the install step root.
-	if out.Grader == task.GraderSWEBench && !out.ApplyFailed && !opts.SinglePhase && out.Phases != "phased" {
+	if (out.Grader == task.GraderSWEBench || out.Grader == task.GraderSWEFactory) && !out.ApplyFailed && !opts.SinglePhase && out.Phases != "phased" {
 		r.ok = false
 		t.Errorf("%s on %s: eval script ran %q, want phased", c.Name, key, out.Phases)
 	}

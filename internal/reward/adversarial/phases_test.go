@@ -27,8 +27,8 @@ var runTimes = regexp.MustCompile(`in \d+\.\d+s|sha256=[0-9a-f]{64}|/tmp/pip-[\w
 // install, run as the grading user, does not print.
 var pipAsRoot = regexp.MustCompile(`(?m)^WARNING: Running pip as the 'root' user .*\n`)
 
-// TestPhasedMatchesSinglePhase grades the gold patch of every swebench task
-// (calc-swebench; the django kit tasks with SWERVE_REALTASKS=1) once in one
+// TestPhasedMatchesSinglePhase grades the gold patch of the phased tasks
+// (calc-swebench, calc-swefactory; the django kit tasks with SWERVE_REALTASKS=1) once in one
 // run as root and once in phases, without canaries, and requires the same
 // report and the same log but for test durations, pip's wheel digests and
 // temporary directories, and pip's warning about running as root (the
@@ -46,7 +46,8 @@ func TestPhasedMatchesSinglePhase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tasks := []*task.Task{buildCalcTasks(t, b)[CalcSWEBench]}
+	calc := buildCalcTasks(t, b)
+	tasks := []*task.Task{calc[CalcSWEBench], calc[CalcSWEFactory]}
 	if os.Getenv("SWERVE_REALTASKS") == "1" {
 		real := loadRealTasks(t, b, realTasks)
 		for _, id := range realTasks {

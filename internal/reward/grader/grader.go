@@ -81,9 +81,17 @@ type Outcome struct {
 	// checked, see reward.RunPhased; for r2e and swesmith the tests run as
 	// the grading user over root's read-only hidden tests, see
 	// reward.RunAsGradingUser; for harbor, "unprivileged: …" when test.sh
-	// ran as the grading user) or "single phase: <why>". Empty for the
-	// graders that always run it as one (swefactory).
+	// ran as the grading user; for swefactory as for swebench) or
+	// "single phase: <why>".
 	Phases string `json:"phases,omitempty"`
+	// Evidence says whether the grader read the test output for evidence
+	// that the tests ran ("checked", or "not applied: <why>"); empty for
+	// graders that do not (yet) read it.
+	Evidence string `json:"evidence,omitempty"`
+	// TestResults is the number of test results the run's output holds,
+	// as the grader's parser read it; absent where none was read. A
+	// patch's count can be compared with the gold patch's.
+	TestResults *int `json:"test_results,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -244,10 +252,10 @@ type Options struct {
 	// Tamper is what to do with the tamper defences' findings; empty means
 	// tamper.ModeZero.
 	Tamper tamper.Mode
-	// SinglePhase runs a swebench eval script as one run, as root, the
-	// way it ran before phased runs (reward.RunPhased) existed, and the
-	// tests of r2e and swesmith tasks as root (reward.RunAsGradingUser
-	// not used).
+	// SinglePhase runs a swebench or swefactory eval script as one run,
+	// as root, the way it ran before phased runs (reward.RunPhased)
+	// existed, and the tests of r2e and swesmith tasks as root
+	// (reward.RunAsGradingUser not used).
 	SinglePhase bool
 }
 
@@ -316,12 +324,39 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Tampered = append(out.Tampered, f)
 		}
 	case task.GraderSWEFactory:
-		rr, err := swefactory.Run(ctx, box, t, swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
+		ro := swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase}
+		var can *tamper.Canaries
+		if opts.Tamper != tamper.ModeIgnore {
+			if can, ro.Canary, err = factoryCanaries(ctx, box, t, opts.Workdir); err != nil {
+				return nil, err
+			}
+			out.Canaries = can.Unavailable
+			if can.Available() {
+				out.CanaryKind = can.Kind()
+				// The test command runs twice: a gold run that fits the
+				// timeout once must not time out for the canaries.
+				timeout *= 2
+				ro.EvalTimeout = timeout
+			}
+		}
+		rr, err := swefactory.Run(ctx, box, t, ro)
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWEFactory(rr.Result)
+		out.Evidence, out.TestResults = rr.Result.Evidence, rr.Result.TestResults
+		if can != nil && can.Available() {
+			// The canaries ran in a second run of the test command after
+			// the verdict's echo; a run that never got there lacks them.
+			out.Canaries = "checked"
+			if rr.Canaries == nil {
+				out.Canaries = "checked: the canary run left no output"
+			}
+			out.Tampered = append(out.Tampered, can.Verify(rr.Canaries, rr.Result.Resolved)...)
+		}
 		a = rr.Attempt
+		out.Phases = a.Phases
+		out.Tampered = append(out.Tampered, a.Tampered...)
 	case task.GraderR2E:
 		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
@@ -462,4 +497,37 @@ func testSource(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir 
 		}
 		return text, true
 	}
+}
+
+// factoryCanaries plans canaries for a SWE-Factory row whose test command
+// a log parser reads and that can run again (swefactory.CanaryScript):
+// mutants of the tests it lists, else of the tests its test patch adds.
+// When they can run it writes their injector into box under a random name
+// and returns its path.
+func factoryCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir string) (*tamper.Canaries, string, error) {
+	cmd := swefactory.TestCommand(t.EvalScript)
+	parser, why := swefactory.Framework(t, cmd)
+	if parser == "" {
+		return &tamper.Canaries{Unavailable: "not available: " + why}, "", nil
+	}
+	if swefactory.CanaryCommand(t.EvalScript) == "" {
+		return &tamper.Canaries{Unavailable: "not available: the test command is not one simple command that can run again"}, "", nil
+	}
+	tk := *t
+	tk.LogParser = parser
+	if len(tk.FailToPass)+len(tk.PassToPass) == 0 {
+		tk.FailToPass, _ = swefactory.Required(t, cmd, parser)
+	}
+	can := tamper.PlanCanariesCmd(&tk, cmd, testSource(ctx, box, &tk, workdir))
+	if !can.Available() {
+		return can, "", nil
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	_, evalFile := reward.Paths(box)
+	inj := path.Join(path.Dir(evalFile), "."+hex.EncodeToString(b[:])+".py")
+	if err := box.WriteFile(ctx, inj, can.Injector(), 0o600); err != nil {
+		return nil, "", fmt.Errorf("task %s: write canary injector: %w", t.InstanceID, err)
+	}
+	return can, inj, nil
 }

@@ -244,3 +244,23 @@ func TestGradeLocal(t *testing.T) {
 		}
 	})
 }
+
+// TestFactoryCanariesUnavailable: a SWE-Factory row whose test command no
+// parser reads (a C++ test binary), or that cannot run again as it is, gets
+// no canaries, and says why; nothing is written to the box.
+func TestFactoryCanariesUnavailable(t *testing.T) {
+	script := func(cmd string) string {
+		return "set -uxo pipefail\ncd /testbed\ngit checkout 0123456 tests/t.py\n" + cmd + "\nrc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\"\n"
+	}
+	for _, c := range []struct{ cmd, why string }{
+		{"cd build\n./tests/spdlog-utests", "no log parser is known"},
+		{"pytest tests/t.py", "without -rA"},
+		{"cd sub && pytest -rA t.py", "not one simple command"},
+	} {
+		tk := &task.Task{InstanceID: "a__b-1", Grader: task.GraderSWEFactory, EvalScript: script(c.cmd)}
+		can, inj, err := factoryCanaries(context.Background(), nil, tk, "")
+		if err != nil || can.Available() || inj != "" || !strings.Contains(can.Unavailable, c.why) {
+			t.Errorf("%q: canaries %+v, injector %q, %v; want none, saying %q", c.cmd, can, inj, err, c.why)
+		}
+	}
+}

@@ -13,6 +13,14 @@
 // traced; one that turns xtrace off before the echo gets no verdict.
 // Evaluate, for logs made elsewhere (swerve grade --log), still reads the
 // last printed line, as SWE-Factory does.
+//
+// In a sealed run a status of 0 is not enough: the test output must show
+// the row's tests ran and passed (evidence.go), where a log parser reads
+// the test command. The run is phased where the script allows
+// (reward.RunPhased: the tests as the grading user, the test files
+// root's), and the grader's mutant canaries run in a second run of the
+// test command after the script's echo of the marker (CanaryScript), so
+// that a must-fail test cannot change the verdict.
 package swefactory
 
 import (
@@ -23,6 +31,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -48,6 +57,13 @@ type Result struct {
 	// ExitCode is the number the last marker line printed; -1 without one.
 	ExitCode int    `json:"exit_code"`
 	Reason   string `json:"reason"`
+	// Evidence says whether the test output was read for evidence that
+	// the tests ran (sealed runs only; see evidence.go): "checked", or
+	// "not applied: <why>". Empty for logs made elsewhere.
+	Evidence string `json:"evidence,omitempty"`
+	// TestResults is the number of test results the framework's parser
+	// read in the test command's output; absent where none was read.
+	TestResults *int `json:"test_results,omitempty"`
 }
 
 // Evaluate reads the exit status from log. When the marker is printed more
@@ -123,23 +139,47 @@ type RunOptions struct {
 	Patch       string        // empty: run on the unpatched repository
 	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
 	Workdir     string        // empty: /testbed; ".": the box's own directory
+	// Canary, when set, is the in-box path of a canary injector
+	// (tamper.Canaries.Injector) already written there: the script runs
+	// it after its echo of the marker and then the test command again
+	// (see CanaryScript), so that the canaries cannot change the verdict.
+	Canary string
+	// SinglePhase runs the eval script as one run, as root; else it runs
+	// in phases where it can (reward.RunPhased: the tests as the grading
+	// user, the test files root's), the canary injector as root.
+	SinglePhase bool
 }
 
 // RunResult is a graded run.
 type RunResult struct {
 	*Result
 	reward.Attempt
+	// Canaries is the parsed output of the canary run (RunOptions.Canary),
+	// nil when it was not asked for or bash did not trace it.
+	Canaries swebench.StatusMap
 }
 
 // Run applies the patch in a fresh box, runs the eval script sealed and
-// grades it on what bash traced (EvaluateTrace).
+// grades it on what bash traced (EvaluateTrace), then on the evidence in
+// the test output (CheckEvidence).
 // A patch that does not apply or a timed-out script give reward 0 with the
 // reason; errors mean the box failed.
 func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions) (*RunResult, error) {
 	if t.EvalScript == "" {
 		return nil, fmt.Errorf("task %s: eval_script: empty; swefactory grading runs the dataset's eval script", t.InstanceID)
 	}
-	a, err := reward.Try(ctx, box, reward.AttemptOptions{Patch: opts.Patch, Script: Traced(t.EvalScript), EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir})
+	script := Traced(t.EvalScript)
+	if opts.Canary != "" {
+		var err error
+		if script, err = CanaryScript(script, opts.Canary); err != nil {
+			return nil, fmt.Errorf("task %s: eval_script: %w", t.InstanceID, err)
+		}
+	}
+	ao := reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir, Phased: !opts.SinglePhase}
+	if opts.Canary != "" {
+		ao.RootLines = []string{injectLine(opts.Canary)}
+	}
+	a, err := reward.Try(ctx, box, ao)
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
@@ -151,6 +191,15 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "eval timed out: " + reward.LastLine(a.Log)}
 	default:
 		rr.Result = EvaluateTrace(t, a.Log, a.Trace)
+		if section, ok := Section(a.Log, a.Trace); ok {
+			ev := CheckEvidence(t, t.EvalScript, section)
+			withEvidence(rr.Result, ev)
+			if opts.Canary != "" && ev.Applied {
+				if cs, ok := CanarySection(a.Log, a.Trace, opts.Canary); ok {
+					rr.Canaries = parse(t, cs)
+				}
+			}
+		}
 	}
 	return rr, nil
 }

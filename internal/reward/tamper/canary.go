@@ -106,6 +106,27 @@ func PlanCanaries(t *task.Task, src Source) *Canaries {
 
 // PlanCanariesSeeded plans canaries for t from a fixed seed (for tests).
 func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries {
+	return planFor(t, src, testCommand(t.EvalScript), seed1, seed2)
+}
+
+// PlanCanariesCmd plans canaries for t's tests run by cmd, for eval
+// scripts without SWE-bench's test output markers (SWE-Factory's): cmd is
+// the test command, which decides the file template canaries go into.
+func PlanCanariesCmd(t *task.Task, cmd string, src Source) *Canaries {
+	var b [16]byte
+	_, _ = cryptorand.Read(b[:])
+	return PlanCanariesCmdSeeded(t, cmd, src, binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:]))
+}
+
+// PlanCanariesCmdSeeded is PlanCanariesCmd from a fixed seed (for tests).
+func PlanCanariesCmdSeeded(t *task.Task, cmd string, src Source, seed1, seed2 uint64) *Canaries {
+	if strings.TrimSpace(cmd) == "" {
+		return &Canaries{Unavailable: "not available: no test command"}
+	}
+	return planFor(t, src, strings.TrimSpace(cmd), seed1, seed2)
+}
+
+func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canaries {
 	parser := t.LogParser
 	if parser == "" {
 		parser = task.RepoLogParser(t.Repo)
@@ -118,7 +139,6 @@ func PlanCanariesSeeded(t *task.Task, src Source, seed1, seed2 uint64) *Canaries
 		}
 		return &Canaries{Unavailable: "not available for " + name}
 	}
-	cmd := testCommand(t.EvalScript)
 	if cmd == "" {
 		return &Canaries{Unavailable: "not available: the eval script has no test output markers"}
 	}

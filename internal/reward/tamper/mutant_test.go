@@ -472,3 +472,25 @@ func TestMutantCoverage(t *testing.T) {
 		t.Logf("%s: %d rows, %d with mutants (%d of a FAIL_TO_PASS test); templates: %s", name, total.rows, total.mutants, total.f2p, strings.Join(none, "; "))
 	}
 }
+
+// TestPlanCanariesCmd plans mutants for a script without test output
+// markers (SWE-Factory's) from the test command it is given; without one
+// there are none.
+func TestPlanCanariesCmd(t *testing.T) {
+	src := "from calc import add\n\n\ndef test_add_pair():\n    assert add(2, 3) == 5\n\n\ndef test_add_zero():\n    assert add(5, 0) == 5\n"
+	file := "tests/test_ops.py"
+	tk := &task.Task{LogParser: "parse_log_pytest", TestPatch: "diff --git a/" + file + " b/" + file + "\n",
+		FailToPass: []string{file + "::test_add_pair"}, PassToPass: []string{file + "::test_add_zero"},
+		EvalScript: "git apply - <<'EOF'\nEOF\npython -m pytest -rA " + file + "\nrc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\"\n"}
+	read := func(string) (string, bool) { return src, true }
+	if c := PlanCanariesSeeded(tk, read, 1, 2); c.Available() {
+		t.Errorf("planned canaries from a script without markers: %s", c.Kind())
+	}
+	c := PlanCanariesCmdSeeded(tk, "python -m pytest -rA "+file, read, 1, 2)
+	if c.Original != file+"::test_add_pair" || c.File != file || !strings.Contains(c.blocks[0].Source, "add(2, 3)") {
+		t.Errorf("planned %s in %s; must fail:\n%s", c.Kind(), c.File, c.blocks[0].Source)
+	}
+	if c := PlanCanariesCmdSeeded(tk, " ", read, 1, 2); c.Available() {
+		t.Errorf("planned canaries without a test command: %s", c.Kind())
+	}
+}
