@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -190,6 +191,9 @@ type PhasedRun struct {
 	Tampered []string
 	// Phases is how long each phase (and each step between them) took.
 	Phases []PhaseTime
+	// Swept lists what the install left outside the listed roots (owned
+	// by the grading user), removed before the check.
+	Swept []string
 }
 
 // PhaseTime is how long one phase took.
@@ -239,8 +243,12 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	// Python environment installs.
 	trailer := fmt.Sprintf("\n{ __swerve_flags=$-; set +x; } 2>/dev/null\n"+
 		"{ declare -px; declare -f; shopt -p; printf 'cd -- %%q\\n' \"$PWD\"; set +o; printf '#flags %%s\\n' \"$__swerve_flags\"; } >%s 2>/dev/null\n"+
-		"__swerve_py=$(command -v python || command -v python3) && \"$__swerve_py\" -E -s -S -c 'import sysconfig; p = sysconfig.get_paths(); print(p[\"purelib\"]); print(p[\"platlib\"]); print(p[\"scripts\"])' >%s 2>/dev/null\n",
-		shq(pd+"/state"), shq(pd+"/pyenv"))
+		"__swerve_py=$(command -v python || command -v python3) && \"$__swerve_py\" -E -s -S -c 'import sysconfig; p = sysconfig.get_paths(); print(p[\"purelib\"]); print(p[\"platlib\"]); print(p[\"scripts\"])' >%s 2>/dev/null\n"+
+		// Where the setuptools that writes editable finders is (its
+		// template checks the finder an install writes), asked before
+		// any of the patch's code ran.
+		"[ -n \"$__swerve_py\" ] && \"$__swerve_py\" -E -s -c 'import importlib.util as u; s = u.find_spec(\"setuptools\"); print(s.origin if s and s.origin else \"\")' >%s 2>/dev/null\n",
+		shq(pd+"/state"), shq(pd+"/pyenv"), shq(pd+"/setuptools"))
 	if stop, err := p.phase(ctx, "setup", plan.setup+trailer, "", nil); err != nil || stop {
 		return p.out, "", err
 	}
@@ -270,12 +278,20 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		return nil, "", err
 	}
 	roots := append([]string(nil), CheckRoots...)
-	for _, d := range append(append([]string(nil), pyDirs...), path.Join(dir, ".git")) {
+	for _, d := range append(append(parents(sitePkgs), pyDirs...), path.Join(dir, ".git")) {
 		if !underAny(d, roots) {
 			roots = append(roots, d)
 		}
 	}
-	before, err := p.list(ctx, roots)
+	// Places anyone may write outside those roots are listed too: what
+	// the install changes there that is not its own is a finding (what
+	// is its own is removed before the second listing).
+	open, err := p.worldWritable(ctx, roots)
+	if err != nil {
+		return nil, "", err
+	}
+	listed := append(append([]string(nil), roots...), open...)
+	before, err := p.list(ctx, listed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -296,8 +312,13 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	}
 
 	// The check, as root: the install's processes died with its run.
+	// What the grading user left outside the listed roots, and the
+	// byte-code caches it wrote, go first.
 	t0 = time.Now()
-	after, err := p.list(ctx, roots)
+	if p.out.Swept, err = p.sweep(ctx, roots, sitePkgs); err != nil {
+		return nil, "", err
+	}
+	after, err := p.list(ctx, listed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -310,6 +331,21 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		if rel := strings.TrimPrefix(e, home+"/"); e != home && rel != ".cache" && !strings.HasPrefix(rel, ".cache/") {
 			p.out.Tampered = append(p.out.Tampered, e+" added (the grading user's home)")
 		}
+	}
+	if len(p.out.Tampered) == 0 {
+		// The editable install's own files hold only what such an
+		// install writes.
+		tmpl := ""
+		if b, err := box.ReadFile(ctx, pd+"/setuptools"); err == nil {
+			if origin := strings.TrimSpace(string(b)); path.IsAbs(origin) {
+				tmpl = path.Join(path.Dir(origin), "command", "editable_wheel.py")
+			}
+		}
+		found, err := p.editable(ctx, before, after, sitePkgs, tmpl)
+		if err != nil {
+			return nil, "", err
+		}
+		p.out.Tampered = append(p.out.Tampered, found...)
 	}
 	if len(p.out.Tampered) == 0 {
 		// .git is as it was: git may read it. Tracked files the install
@@ -453,6 +489,128 @@ func (p *phaser) tracked(ctx context.Context) (map[string]string, error) {
 	return m, nil
 }
 
+// pruned is a find(1) expression that matches the paths whose trees a
+// search of the whole filesystem leaves out: the kernel's, the work tree,
+// the phases' own directory, and the listed roots.
+func (p *phaser) pruned(roots []string) string {
+	var b strings.Builder
+	b.WriteString(`\( -path /proc -o -path /sys -o -path /dev/pts`)
+	for _, r := range append([]string{p.dir, p.pd}, roots...) {
+		b.WriteString(" -o -path " + shq(r))
+	}
+	b.WriteString(` \) -prune`)
+	return b.String()
+}
+
+// worldWritable lists the directories and files outside roots that every
+// user may write (on every mounted filesystem but /proc and /sys), those
+// below another left out.
+func (p *phaser) worldWritable(ctx context.Context, roots []string) ([]string, error) {
+	prog := "find / " + p.pruned(roots) + ` -o \( -type d -o -type f \) -perm -0002 -print0 2>/dev/null; true`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: find world-writable places: %w", err)
+	}
+	var out []string
+	for _, f := range strings.Split(string(res.Output), "\x00") {
+		if path.IsAbs(f) && !underAny(f, out) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// sweep removes, as root, what the grading user owns outside the listed
+// roots, the work tree, its home and the phases' directory (a pip build
+// directory in /tmp, or whatever the install planted there), and the
+// byte-code caches it wrote in the work tree and in site-packages (a cache
+// can be made to hold other code than its source's: the interpreter
+// checks only the source's time and size, or nothing). It returns what it
+// removed outside the work tree.
+func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string) ([]string, error) {
+	uid, gid, _ := strings.Cut(GradingUser, ":")
+	own := fmt.Sprintf(`\( -uid %s -o -gid %s \)`, uid, gid)
+	var b strings.Builder
+	fmt.Fprintf(&b, "find %[1]s -path %[2]s -prune -o ! -type d \\( -name '*.pyc' -o -name '*.pyo' \\) %[3]s -print0 2>/dev/null | xargs -0r rm -f -- || exit 1\n",
+		shq(p.dir), shq(path.Join(p.dir, ".git")), own)
+	for _, sp := range sitePkgs {
+		c := shq(path.Join(sp, "__pycache__"))
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then find %[1]s -mindepth 1 -maxdepth 1 ! -type d %[2]s -print0 | xargs -0r rm -f -- || exit 1; fi\n", c, own)
+	}
+	list := shq(path.Join(p.pd, "swept"))
+	fmt.Fprintf(&b, "find / %s -o %s -prune -print0 >%s 2>/dev/null\n", p.pruned(roots), own, list)
+	fmt.Fprintf(&b, "xargs -0r rm -rf -- <%[1]s || exit 1\ncat %[1]s\n", list)
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", b.String()}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: sweep: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("phases: sweep: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	var out []string
+	for _, f := range strings.Split(string(res.Output), "\x00") {
+		if path.IsAbs(f) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// editable checks what the editable install's files the install added or
+// changed in site-packages hold (see editable.go); tmplFile is setuptools'
+// editable_wheel module, or "".
+func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntry, sitePkgs []string, tmplFile string) ([]string, error) {
+	var out, check []string
+	for _, f := range sortedPaths(after) {
+		a := after[f]
+		kind := editableKind(path.Base(f))
+		if kind == "" || !contains(sitePkgs, path.Dir(f)) {
+			continue
+		}
+		if b, ok := before[f]; ok && entryChange(b, a) == "" {
+			continue // the image's own
+		}
+		if a.kind != 'f' {
+			out = append(out, f+" is not a regular file")
+			continue
+		}
+		check = append(check, f)
+	}
+	var tmpl *regexp.Regexp
+	tmplRead := false
+	for _, f := range check {
+		content, err := p.box.ReadFile(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("phases: read %s: %w", f, err)
+		}
+		switch editableKind(path.Base(f)) {
+		case "pth":
+			named := map[string]bool{}
+			out = append(out, checkPth(f, string(content), p.dir, named)...)
+			for n := range named {
+				if e, ok := after[path.Join(path.Dir(f), n+".py")]; !ok || e.kind != 'f' {
+					out = append(out, fmt.Sprintf("%s loads a finder that is not there (%s)", f, n))
+				}
+			}
+		case "egg-link":
+			out = append(out, checkEggLink(f, string(content), p.dir)...)
+		case "finder":
+			if !tmplRead {
+				tmplRead = true
+				if tmplFile != "" {
+					if src, err := p.box.ReadFile(ctx, tmplFile); err == nil {
+						tmpl = finderTemplate(string(src))
+					}
+				}
+			}
+			if why := checkFinder(f, string(content), tmpl, p.dir); why != "" {
+				out = append(out, why)
+			}
+		}
+	}
+	return out, nil
+}
+
 // restoreState turns what the setup's trailer saved into a prologue that
 // puts the state back silently, and turns tracing back on last when it
 // was on. extra is added to the silent part.
@@ -522,6 +680,13 @@ func revokeScript(dir, home string, sitePkgs, scripts []string) string {
 	}
 	for _, d := range sitePkgs {
 		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(path.Join(d, "__pycache__")))
+	}
+	// What the install wrote there (the editable install's files, console
+	// scripts) is root's again: the tests cannot change it for a later
+	// phase.
+	uid, gid, _ := strings.Cut(GradingUser, ":")
+	for _, d := range append(append([]string(nil), sitePkgs...), scripts...) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then find %[1]s -mindepth 1 -maxdepth 2 \\( -uid %[2]s -o -gid %[3]s \\) -exec chown -h 0:0 {} +; fi\n", shq(d), uid, gid)
 	}
 	fmt.Fprintf(&b, "find %s -mindepth 1 -delete\n", shq(home))
 	// git refuses a work tree its user does not own.
