@@ -333,6 +333,15 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		}
 	}
 	if len(p.out.Tampered) == 0 {
+		// Files the install made in the work tree that a test framework
+		// or the interpreter loads by itself: no diff shows them.
+		found, err := p.generated(ctx, pd+"/gitconfig")
+		if err != nil {
+			return nil, "", err
+		}
+		p.out.Tampered = append(p.out.Tampered, found...)
+	}
+	if len(p.out.Tampered) == 0 {
 		// The editable install's own files hold only what such an
 		// install writes.
 		tmpl := ""
@@ -555,6 +564,65 @@ func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string) ([]string,
 	}
 	return out, nil
 }
+
+// autoLoaded are names of files that a test framework or the interpreter
+// loads without being asked (a file of that name in a test directory, for
+// those in testDirOnly); an entry_points.txt only with a pytest11 group.
+var (
+	autoLoaded = map[string]bool{"conftest.py": true, "pytest.ini": true, ".pytest.ini": true, "pytest.toml": true, "tox.ini": true,
+		"setup.cfg": true, "pyproject.toml": true, "sitecustomize.py": true, "usercustomize.py": true, "__init__.py": true, "apps.py": true,
+		"unittest.py": true, "pytest.py": true, "entry_points.txt": true}
+	testDirOnly = map[string]bool{"__init__.py": true, "apps.py": true}
+	testDirName = lazyre.New(`(^|/)(tests?|testing|test_[^/]*|[^/]*_tests?)/`)
+)
+
+// generated lists, as findings, the files of the work tree the install
+// step made or changed (their status changed after marker was written)
+// that a test framework or the interpreter loads by itself: a conftest.py
+// or a pytest plugin written by setup.py is in no diff, and the tracked
+// files' check does not see an untracked file.
+func (p *phaser) generated(ctx context.Context, marker string) ([]string, error) {
+	prog := fmt.Sprintf("find %s -path %s -prune -o ! -type d -cnewer %s \\( -name '*.pth' -o -name '*.py' -o -name '*.ini' -o -name '*.cfg' -o -name '*.toml' -o -name entry_points.txt \\) -print0",
+		shq(p.dir), shq(path.Join(p.dir, ".git")), shq(marker))
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: list files the install made: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("phases: list files the install made: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	var out []string
+	for _, f := range strings.Split(string(res.Output), "\x00") {
+		rel, ok := strings.CutPrefix(f, p.dir+"/")
+		if !ok {
+			continue
+		}
+		base := path.Base(rel)
+		switch {
+		case strings.HasSuffix(base, ".pth"):
+		case !autoLoaded[base]:
+			continue
+		case testDirOnly[base] && !testDirName.MatchString(rel):
+			continue
+		case base == "entry_points.txt":
+			dir := path.Base(path.Dir(rel))
+			if !strings.HasSuffix(dir, ".egg-info") && !strings.HasSuffix(dir, ".dist-info") {
+				continue
+			}
+			b, err := p.box.ReadFile(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("phases: read %s: %w", f, err)
+			}
+			if !pytestPlugins.MatchString(string(b)) {
+				continue
+			}
+		}
+		out = append(out, f+" made by the install step (a file the tests' framework or the interpreter loads by itself)")
+	}
+	return out, nil
+}
+
+var pytestPlugins = lazyre.New(`(?m)^\s*\[\s*pytest11\s*\]`)
 
 // editable checks what the editable install's files the install added or
 // changed in site-packages hold (see editable.go); tmplFile is setuptools'
