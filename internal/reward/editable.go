@@ -232,3 +232,23 @@ func clipLine(s string) string {
 	}
 	return s
 }
+
+// entryPoints reads an entry_points.txt: the names in each group.
+func entryPoints(content string) map[string][]string {
+	out := map[string][]string{}
+	group := ""
+	for _, l := range strings.Split(content, "\n") {
+		l = strings.TrimSpace(l)
+		switch {
+		case l == "" || strings.HasPrefix(l, "#") || strings.HasPrefix(l, ";"):
+		case strings.HasPrefix(l, "[") && strings.HasSuffix(l, "]"):
+			group = strings.TrimSpace(l[1 : len(l)-1])
+		default:
+			name, _, ok := strings.Cut(l, "=")
+			if ok {
+				out[group] = append(out[group], strings.TrimSpace(name))
+			}
+		}
+	}
+	return out
+}

@@ -132,3 +132,10 @@ func TestEditableKind(t *testing.T) {
 		}
 	}
 }
+
+func TestEntryPoints(t *testing.T) {
+	got := entryPoints("[console_scripts]\ndjango-admin = django.core.management:execute_from_command_line\n\n[ pytest11 ]\n# a comment\nx=calc.plugin\n")
+	if strings.Join(got["console_scripts"], ",") != "django-admin" || strings.Join(got["pytest11"], ",") != "x" {
+		t.Errorf("entryPoints: %q", got)
+	}
+}

@@ -350,7 +350,7 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 				tmpl = path.Join(path.Dir(origin), "command", "editable_wheel.py")
 			}
 		}
-		found, err := p.editable(ctx, before, after, sitePkgs, tmpl)
+		found, err := p.editable(ctx, before, after, sitePkgs, scripts, tmpl)
 		if err != nil {
 			return nil, "", err
 		}
@@ -627,15 +627,45 @@ var pytestPlugins = lazyre.New(`(?m)^\s*\[\s*pytest11\s*\]`)
 // editable checks what the editable install's files the install added or
 // changed in site-packages hold (see editable.go); tmplFile is setuptools'
 // editable_wheel module, or "".
-func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntry, sitePkgs []string, tmplFile string) ([]string, error) {
+func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntry, sitePkgs, scripts []string, tmplFile string) ([]string, error) {
 	var out, check []string
+	changed := func(f string) bool {
+		b, ok := before[f]
+		return !ok || entryChange(b, after[f]) != ""
+	}
+	// The console scripts the install may rewrite are those its
+	// dist-info names; a pytest plugin it declares is loaded by pytest
+	// by itself.
+	launchers := map[string]bool{}
+	for _, f := range sortedPaths(after) {
+		d := path.Dir(f)
+		if path.Base(f) != "entry_points.txt" || !strings.HasSuffix(d, ".dist-info") || !contains(sitePkgs, path.Dir(d)) || !changed(f) || after[f].kind != 'f' {
+			continue
+		}
+		content, err := p.box.ReadFile(ctx, f)
+		if err != nil {
+			return nil, fmt.Errorf("phases: read %s: %w", f, err)
+		}
+		groups := entryPoints(string(content))
+		if len(groups["pytest11"]) > 0 {
+			out = append(out, f+" declares a pytest plugin (pytest loads it by itself)")
+		}
+		for _, n := range append(groups["console_scripts"], groups["gui_scripts"]...) {
+			launchers[n] = true
+		}
+	}
+	for _, f := range sortedPaths(after) {
+		if _, ok := before[f]; ok && contains(scripts, path.Dir(f)) && changed(f) && !launchers[path.Base(f)] {
+			out = append(out, f+" rewritten, and no console script the install declares has that name")
+		}
+	}
 	for _, f := range sortedPaths(after) {
 		a := after[f]
 		kind := editableKind(path.Base(f))
 		if kind == "" || !contains(sitePkgs, path.Dir(f)) {
 			continue
 		}
-		if b, ok := before[f]; ok && entryChange(b, a) == "" {
+		if !changed(f) {
 			continue // the image's own
 		}
 		if a.kind != 'f' {
