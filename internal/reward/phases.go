@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -258,8 +259,16 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	}
 	state := restoreState(string(stateB), "")
 	var pyDirs []string
-	if b, err := box.ReadFile(ctx, pd+"/pyenv"); err == nil {
-		for _, d := range strings.Fields(string(b)) {
+	setupOut, err := p.readAll(ctx, []string{pd + "/pyenv", pd + "/setuptools"})
+	if err != nil {
+		return nil, "", err
+	}
+	tmpl := ""
+	if origin := strings.TrimSpace(setupOut[pd+"/setuptools"]); path.IsAbs(origin) {
+		tmpl = path.Join(path.Dir(origin), "command", "editable_wheel.py")
+	}
+	if b, ok := setupOut[pd+"/pyenv"]; ok {
+		for _, d := range strings.Fields(b) {
 			if path.IsAbs(d) && !contains(pyDirs, d) {
 				pyDirs = append(pyDirs, d)
 			}
@@ -315,7 +324,8 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	// What the grading user left outside the listed roots, and the
 	// byte-code caches it wrote, go first.
 	t0 = time.Now()
-	if p.out.Swept, err = p.sweep(ctx, roots, sitePkgs); err != nil {
+	var made []string
+	if p.out.Swept, made, err = p.sweep(ctx, roots, sitePkgs, pd+"/gitconfig"); err != nil {
 		return nil, "", err
 	}
 	after, err := p.list(ctx, listed)
@@ -335,7 +345,7 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	if len(p.out.Tampered) == 0 {
 		// Files the install made in the work tree that a test framework
 		// or the interpreter loads by itself: no diff shows them.
-		found, err := p.generated(ctx, pd+"/gitconfig")
+		found, err := p.generated(ctx, made)
 		if err != nil {
 			return nil, "", err
 		}
@@ -344,12 +354,6 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	if len(p.out.Tampered) == 0 {
 		// The editable install's own files hold only what such an
 		// install writes.
-		tmpl := ""
-		if b, err := box.ReadFile(ctx, pd+"/setuptools"); err == nil {
-			if origin := strings.TrimSpace(string(b)); path.IsAbs(origin) {
-				tmpl = path.Join(path.Dir(origin), "command", "editable_wheel.py")
-			}
-		}
 		found, err := p.editable(ctx, before, after, sitePkgs, scripts, tmpl)
 		if err != nil {
 			return nil, "", err
@@ -536,10 +540,14 @@ func (p *phaser) worldWritable(ctx context.Context, roots []string) ([]string, e
 // can be made to hold other code than its source's: the interpreter
 // checks only the source's time and size, or nothing). It returns what it
 // removed outside the work tree.
-func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string) ([]string, error) {
+func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string, marker string) (swept, made []string, err error) {
 	uid, gid, _ := strings.Cut(GradingUser, ":")
 	own := fmt.Sprintf(`\( -uid %s -o -gid %s \)`, uid, gid)
 	var b strings.Builder
+	// First, for generated: the files of the work tree whose status
+	// changed after marker was written, by name.
+	fmt.Fprintf(&b, "find %s -path %s -prune -o ! -type d -cnewer %s \\( -name '*.pth' -o -name '*.py' -o -name '*.ini' -o -name '*.cfg' -o -name '*.toml' -o -name entry_points.txt \\) -print0 || exit 1\nprintf '\\0\\0'\n",
+		shq(p.dir), shq(path.Join(p.dir, ".git")), shq(marker))
 	fmt.Fprintf(&b, "find %[1]s -path %[2]s -prune -o ! -type d \\( -name '*.pyc' -o -name '*.pyo' \\) %[3]s -print0 2>/dev/null | xargs -0r rm -f -- || exit 1\n",
 		shq(p.dir), shq(path.Join(p.dir, ".git")), own)
 	for _, sp := range sitePkgs {
@@ -551,15 +559,51 @@ func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string) ([]string,
 	fmt.Fprintf(&b, "xargs -0r rm -rf -- <%[1]s || exit 1\ncat %[1]s\n", list)
 	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", b.String()}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
 	if err != nil {
-		return nil, fmt.Errorf("phases: sweep: %w", err)
+		return nil, nil, fmt.Errorf("phases: sweep: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("phases: sweep: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+		return nil, nil, fmt.Errorf("phases: sweep: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
 	}
-	var out []string
-	for _, f := range strings.Split(string(res.Output), "\x00") {
+	first, rest, ok := strings.Cut(string(res.Output), "\x00\x00")
+	if !ok {
+		return nil, nil, fmt.Errorf("phases: sweep: no end to the list of files the install made")
+	}
+	for _, f := range strings.Split(first, "\x00") {
 		if path.IsAbs(f) {
-			out = append(out, f)
+			made = append(made, f)
+		}
+	}
+	for _, f := range strings.Split(rest, "\x00") {
+		if path.IsAbs(f) {
+			swept = append(swept, f)
+		}
+	}
+	return swept, made, nil
+}
+
+// readAll reads files as root in one command: what is not a regular file
+// is left out of the map.
+func (p *phaser) readAll(ctx context.Context, files []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(files) == 0 {
+		return out, nil
+	}
+	prog := `{ for f; do if [ -f "$f" ] && [ ! -L "$f" ]; then wc -c <"$f"; cat -- "$f"; else echo -1; fi; done; } 2>/dev/null`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: append([]string{"/bin/bash", "-c", prog, "bash"}, files...), Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: read files: %w", err)
+	}
+	rest := string(res.Output)
+	for _, f := range files {
+		head, tail, ok := strings.Cut(rest, "\n")
+		n, err := strconv.Atoi(strings.TrimSpace(head))
+		if !ok || err != nil || n > len(tail) {
+			return nil, fmt.Errorf("phases: read files: output out of step at %s", f)
+		}
+		if n >= 0 {
+			out[f], rest = tail[:n], tail[n:]
+		} else {
+			rest = tail
 		}
 	}
 	return out, nil
@@ -577,22 +621,14 @@ var (
 )
 
 // generated lists, as findings, the files of the work tree the install
-// step made or changed (their status changed after marker was written)
+// step made or changed (made: their status changed after the install
+// began, listed by sweep)
 // that a test framework or the interpreter loads by itself: a conftest.py
 // or a pytest plugin written by setup.py is in no diff, and the tracked
 // files' check does not see an untracked file.
-func (p *phaser) generated(ctx context.Context, marker string) ([]string, error) {
-	prog := fmt.Sprintf("find %s -path %s -prune -o ! -type d -cnewer %s \\( -name '*.pth' -o -name '*.py' -o -name '*.ini' -o -name '*.cfg' -o -name '*.toml' -o -name entry_points.txt \\) -print0",
-		shq(p.dir), shq(path.Join(p.dir, ".git")), shq(marker))
-	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
-	if err != nil {
-		return nil, fmt.Errorf("phases: list files the install made: %w", err)
-	}
-	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("phases: list files the install made: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
-	}
+func (p *phaser) generated(ctx context.Context, made []string) ([]string, error) {
 	var out []string
-	for _, f := range strings.Split(string(res.Output), "\x00") {
+	for _, f := range made {
 		rel, ok := strings.CutPrefix(f, p.dir+"/")
 		if !ok {
 			continue
@@ -628,25 +664,43 @@ var pytestPlugins = lazyre.New(`(?m)^\s*\[\s*pytest11\s*\]`)
 // changed in site-packages hold (see editable.go); tmplFile is setuptools'
 // editable_wheel module, or "".
 func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntry, sitePkgs, scripts []string, tmplFile string) ([]string, error) {
-	var out, check []string
+	var out, entries, check []string
 	changed := func(f string) bool {
 		b, ok := before[f]
 		return !ok || entryChange(b, after[f]) != ""
+	}
+	finder := false
+	for _, f := range sortedPaths(after) {
+		a, d := after[f], path.Dir(f)
+		if path.Base(f) == "entry_points.txt" && strings.HasSuffix(d, ".dist-info") && contains(sitePkgs, path.Dir(d)) && changed(f) && a.kind == 'f' {
+			entries = append(entries, f)
+			continue
+		}
+		kind := editableKind(path.Base(f))
+		if kind == "" || !contains(sitePkgs, d) || !changed(f) {
+			continue // not one of them, or the image's own
+		}
+		if a.kind != 'f' {
+			out = append(out, f+" is not a regular file")
+			continue
+		}
+		check = append(check, f)
+		finder = finder || kind == "finder"
+	}
+	read := append(append([]string(nil), entries...), check...)
+	if finder && tmplFile != "" {
+		read = append(read, tmplFile)
+	}
+	content, err := p.readAll(ctx, read)
+	if err != nil {
+		return nil, err
 	}
 	// The console scripts the install may rewrite are those its
 	// dist-info names; a pytest plugin it declares is loaded by pytest
 	// by itself.
 	launchers := map[string]bool{}
-	for _, f := range sortedPaths(after) {
-		d := path.Dir(f)
-		if path.Base(f) != "entry_points.txt" || !strings.HasSuffix(d, ".dist-info") || !contains(sitePkgs, path.Dir(d)) || !changed(f) || after[f].kind != 'f' {
-			continue
-		}
-		content, err := p.box.ReadFile(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("phases: read %s: %w", f, err)
-		}
-		groups := entryPoints(string(content))
+	for _, f := range entries {
+		groups := entryPoints(content[f])
 		if len(groups["pytest11"]) > 0 {
 			out = append(out, f+" declares a pytest plugin (pytest loads it by itself)")
 		}
@@ -659,49 +713,29 @@ func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntr
 			out = append(out, f+" rewritten, and no console script the install declares has that name")
 		}
 	}
-	for _, f := range sortedPaths(after) {
-		a := after[f]
-		kind := editableKind(path.Base(f))
-		if kind == "" || !contains(sitePkgs, path.Dir(f)) {
-			continue
-		}
-		if !changed(f) {
-			continue // the image's own
-		}
-		if a.kind != 'f' {
-			out = append(out, f+" is not a regular file")
-			continue
-		}
-		check = append(check, f)
-	}
 	var tmpl *regexp.Regexp
-	tmplRead := false
+	if src, ok := content[tmplFile]; ok && tmplFile != "" {
+		tmpl = finderTemplate(src)
+	}
 	for _, f := range check {
-		content, err := p.box.ReadFile(ctx, f)
-		if err != nil {
-			return nil, fmt.Errorf("phases: read %s: %w", f, err)
+		text, ok := content[f]
+		if !ok {
+			out = append(out, f+" cannot be read")
+			continue
 		}
 		switch editableKind(path.Base(f)) {
 		case "pth":
 			named := map[string]bool{}
-			out = append(out, checkPth(f, string(content), p.dir, named)...)
-			for n := range named {
+			out = append(out, checkPth(f, text, p.dir, named)...)
+			for _, n := range sortedKeys(named) {
 				if e, ok := after[path.Join(path.Dir(f), n+".py")]; !ok || e.kind != 'f' {
 					out = append(out, fmt.Sprintf("%s loads a finder that is not there (%s)", f, n))
 				}
 			}
 		case "egg-link":
-			out = append(out, checkEggLink(f, string(content), p.dir)...)
+			out = append(out, checkEggLink(f, text, p.dir)...)
 		case "finder":
-			if !tmplRead {
-				tmplRead = true
-				if tmplFile != "" {
-					if src, err := p.box.ReadFile(ctx, tmplFile); err == nil {
-						tmpl = finderTemplate(string(src))
-					}
-				}
-			}
-			if why := checkFinder(f, string(content), tmpl, p.dir); why != "" {
+			if why := checkFinder(f, text, tmpl, p.dir); why != "" {
 				out = append(out, why)
 			}
 		}
