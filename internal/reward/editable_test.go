@@ -139,3 +139,16 @@ func TestEntryPoints(t *testing.T) {
 		t.Errorf("entryPoints: %q", got)
 	}
 }
+
+func TestAutoLoadedFile(t *testing.T) {
+	for rel, want := range map[string]string{
+		"tests/conftest.py": "yes", "conftest.py": "yes", "pytest.ini": "yes", "src/calc/x.pth": "yes", "sitecustomize.py": "yes",
+		"tests/xor_lookups/apps.py": "yes", "tests/__init__.py": "yes", "calc/tests/__init__.py": "yes", "unittest.py": "yes",
+		"calc/__init__.py": "", "calc/apps.py": "", "calc/_version.py": "", "build/lib/calc/tests/__init__.py": "", "build/conftest.py": "",
+		"Django.egg-info/entry_points.txt": "plugins?", "docs/entry_points.txt": "", "tests/test_x.py": "",
+	} {
+		if got := autoLoadedFile(rel); got != want {
+			t.Errorf("autoLoadedFile(%q) = %q, want %q", rel, got, want)
+		}
+	}
+}

@@ -633,18 +633,10 @@ func (p *phaser) generated(ctx context.Context, made []string) ([]string, error)
 		if !ok {
 			continue
 		}
-		base := path.Base(rel)
-		switch {
-		case strings.HasSuffix(base, ".pth"):
-		case !autoLoaded[base]:
+		switch autoLoadedFile(rel) {
+		case "":
 			continue
-		case testDirOnly[base] && !testDirName.MatchString(rel):
-			continue
-		case base == "entry_points.txt":
-			dir := path.Base(path.Dir(rel))
-			if !strings.HasSuffix(dir, ".egg-info") && !strings.HasSuffix(dir, ".dist-info") {
-				continue
-			}
+		case "plugins?":
 			b, err := p.box.ReadFile(ctx, f)
 			if err != nil {
 				return nil, fmt.Errorf("phases: read %s: %w", f, err)
@@ -656,6 +648,32 @@ func (p *phaser) generated(ctx context.Context, made []string) ([]string, error)
 		out = append(out, f+" made by the install step (a file the tests' framework or the interpreter loads by itself)")
 	}
 	return out, nil
+}
+
+// autoLoadedFile says whether a file of the work tree (its path relative
+// to it) is one that a test framework or the interpreter loads by itself:
+// "yes", "plugins?" for an entry_points.txt (loaded when it declares a
+// pytest plugin), "" for no. What is under build/ or dist/ is build output
+// pytest does not collect and nothing imports.
+func autoLoadedFile(rel string) string {
+	base := path.Base(rel)
+	switch {
+	case strings.HasPrefix(rel, "build/") || strings.HasPrefix(rel, "dist/"):
+		return ""
+	case strings.HasSuffix(base, ".pth"):
+		return "yes"
+	case !autoLoaded[base]:
+		return ""
+	case testDirOnly[base] && !testDirName.MatchString(rel):
+		return ""
+	case base == "entry_points.txt":
+		dir := path.Base(path.Dir(rel))
+		if strings.HasSuffix(dir, ".egg-info") || strings.HasSuffix(dir, ".dist-info") {
+			return "plugins?"
+		}
+		return ""
+	}
+	return "yes"
 }
 
 var pytestPlugins = lazyre.New(`(?m)^\s*\[\s*pytest11\s*\]`)
