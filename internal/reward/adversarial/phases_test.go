@@ -35,7 +35,8 @@ var pipAsRoot = regexp.MustCompile(`(?m)^WARNING: Running pip as the 'root' user
 // run as root and once in phases, without canaries, and requires the same
 // report and the same log but for test durations, pip's wheel digests and
 // temporary directories, and pip's warning about running as root (the
-// install is not root's any more). SWERVE_PHASE_RUNS=N
+// install is not root's any more), and no finding in phases.
+// SWERVE_PHASE_RUNS=N
 // grades each way N times, alternating, and logs the median of each.
 func TestPhasedMatchesSinglePhase(t *testing.T) {
 	if !testutil.DockerRequired() {
@@ -84,6 +85,9 @@ func TestPhasedMatchesSinglePhase(t *testing.T) {
 				one, phased = append(one, sd), append(phased, pd)
 				if po.Phases != "phased" {
 					t.Fatalf("phases: %q, want phased", po.Phases)
+				}
+				if len(po.Tampered) > 0 {
+					t.Errorf("gold in phases: findings %q, want none", po.Tampered)
 				}
 				if so.Reward != 1 || po.Reward != 1 {
 					t.Errorf("gold: reward %v in one run, %v in phases (%s); want 1 and 1", so.Reward, po.Reward, po.Reason)
