@@ -26,10 +26,15 @@ import (
 //     up to the reset of the test files. The work tree, the grading user's
 //     home, and the Python environment's site-packages and scripts
 //     directories (only them, not what is in them) are the grading user's.
-//   - check, as root, once every process of the install is dead: the
-//     filesystem outside the work tree is listed again and compared with
-//     the listing taken before the install (CheckRoots, allowedChange); any
-//     other change is a finding, and the run stops there.
+//   - check, as root, once every process of the install is dead: what the
+//     grading user owns outside the listed trees (and the byte-code caches
+//     it wrote) is removed (sweep); the filesystem outside the work tree,
+//     world-writable places included, is listed again and compared with
+//     the listing taken before the install (CheckRoots, compareTrees); the
+//     editable install's files it wrote must hold only what such an
+//     install writes (editable.go), and it may not have made a file a test
+//     framework loads by itself in the work tree (generated). Any other
+//     change is a finding, and the run stops there.
 //   - apply, as root: reset the test files, apply the test patch, inject
 //     the canaries; then the test files and the directories above them
 //     become root's, and .git root's again.
