@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,10 +26,15 @@ import (
 //     up to the reset of the test files. The work tree, the grading user's
 //     home, and the Python environment's site-packages and scripts
 //     directories (only them, not what is in them) are the grading user's.
-//   - check, as root, once every process of the install is dead: the
-//     filesystem outside the work tree is listed again and compared with
-//     the listing taken before the install (CheckRoots, allowedChange); any
-//     other change is a finding, and the run stops there.
+//   - check, as root, once every process of the install is dead: what the
+//     grading user owns outside the listed trees (and the byte-code caches
+//     it wrote) is removed (sweep); the filesystem outside the work tree,
+//     world-writable places included, is listed again and compared with
+//     the listing taken before the install (CheckRoots, compareTrees); the
+//     editable install's files it wrote must hold only what such an
+//     install writes (editable.go), and it may not have made a file a test
+//     framework loads by itself in the work tree (generated). Any other
+//     change is a finding, and the run stops there.
 //   - apply, as root: reset the test files, apply the test patch, inject
 //     the canaries; then the test files and the directories above them
 //     become root's, and .git root's again.
@@ -244,6 +251,9 @@ type PhasedRun struct {
 	Tampered []string
 	// Phases is how long each phase (and each step between them) took.
 	Phases []PhaseTime
+	// Swept lists what the install left outside the listed roots (owned
+	// by the grading user), removed before the check.
+	Swept []string
 }
 
 // PhaseTime is how long one phase took.
@@ -293,8 +303,12 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	// Python environment installs.
 	trailer := fmt.Sprintf("\n{ __swerve_flags=$-; set +x; } 2>/dev/null\n"+
 		"{ declare -px; declare -f; shopt -p; printf 'cd -- %%q\\n' \"$PWD\"; set +o; printf '#flags %%s\\n' \"$__swerve_flags\"; } >%s 2>/dev/null\n"+
-		"__swerve_py=$(command -v python || command -v python3) && \"$__swerve_py\" -E -s -S -c 'import sysconfig; p = sysconfig.get_paths(); print(p[\"purelib\"]); print(p[\"platlib\"]); print(p[\"scripts\"])' >%s 2>/dev/null\n",
-		shq(pd+"/state"), shq(pd+"/pyenv"))
+		"__swerve_py=$(command -v python || command -v python3) && \"$__swerve_py\" -E -s -S -c 'import sysconfig; p = sysconfig.get_paths(); print(p[\"purelib\"]); print(p[\"platlib\"]); print(p[\"scripts\"])' >%s 2>/dev/null\n"+
+		// Where the setuptools that writes editable finders is (its
+		// template checks the finder an install writes), asked before
+		// any of the patch's code ran.
+		"[ -n \"$__swerve_py\" ] && \"$__swerve_py\" -E -s -c 'import importlib.util as u; s = u.find_spec(\"setuptools\"); print(s.origin if s and s.origin else \"\")' >%s 2>/dev/null\n",
+		shq(pd+"/state"), shq(pd+"/pyenv"), shq(pd+"/setuptools"))
 	if stop, err := p.phase(ctx, "setup", plan.setup+trailer, "", nil); err != nil || stop {
 		return p.out, "", err
 	}
@@ -304,8 +318,16 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	}
 	state := restoreState(string(stateB), "")
 	var pyDirs []string
-	if b, err := box.ReadFile(ctx, pd+"/pyenv"); err == nil {
-		for _, d := range strings.Fields(string(b)) {
+	setupOut, err := p.readAll(ctx, []string{pd + "/pyenv", pd + "/setuptools"})
+	if err != nil {
+		return nil, "", err
+	}
+	tmpl := ""
+	if origin := strings.TrimSpace(setupOut[pd+"/setuptools"]); path.IsAbs(origin) {
+		tmpl = path.Join(path.Dir(origin), "command", "editable_wheel.py")
+	}
+	if b, ok := setupOut[pd+"/pyenv"]; ok {
+		for _, d := range strings.Fields(b) {
 			if path.IsAbs(d) && !contains(pyDirs, d) {
 				pyDirs = append(pyDirs, d)
 			}
@@ -324,12 +346,20 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		return nil, "", err
 	}
 	roots := append([]string(nil), CheckRoots...)
-	for _, d := range append(append([]string(nil), pyDirs...), path.Join(dir, ".git")) {
+	for _, d := range append(append(parents(sitePkgs), pyDirs...), path.Join(dir, ".git")) {
 		if !underAny(d, roots) {
 			roots = append(roots, d)
 		}
 	}
-	before, err := p.list(ctx, roots)
+	// Places anyone may write outside those roots are listed too: what
+	// the install changes there that is not its own is a finding (what
+	// is its own is removed before the second listing).
+	open, err := p.worldWritable(ctx, roots)
+	if err != nil {
+		return nil, "", err
+	}
+	listed := append(append([]string(nil), roots...), open...)
+	before, err := p.list(ctx, listed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -350,8 +380,14 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	}
 
 	// The check, as root: the install's processes died with its run.
+	// What the grading user left outside the listed roots, and the
+	// byte-code caches it wrote, go first.
 	t0 = time.Now()
-	after, err := p.list(ctx, roots)
+	var made []string
+	if p.out.Swept, made, err = p.sweep(ctx, roots, sitePkgs, pd+"/gitconfig"); err != nil {
+		return nil, "", err
+	}
+	after, err := p.list(ctx, listed)
 	if err != nil {
 		return nil, "", err
 	}
@@ -364,6 +400,24 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		if rel := strings.TrimPrefix(e, home+"/"); e != home && rel != ".cache" && !strings.HasPrefix(rel, ".cache/") {
 			p.out.Tampered = append(p.out.Tampered, e+" added (the grading user's home)")
 		}
+	}
+	if len(p.out.Tampered) == 0 {
+		// Files the install made in the work tree that a test framework
+		// or the interpreter loads by itself: no diff shows them.
+		found, err := p.generated(ctx, made)
+		if err != nil {
+			return nil, "", err
+		}
+		p.out.Tampered = append(p.out.Tampered, found...)
+	}
+	if len(p.out.Tampered) == 0 {
+		// The editable install's own files hold only what such an
+		// install writes.
+		found, err := p.editable(ctx, before, after, sitePkgs, scripts, tmpl)
+		if err != nil {
+			return nil, "", err
+		}
+		p.out.Tampered = append(p.out.Tampered, found...)
 	}
 	if len(p.out.Tampered) == 0 {
 		// .git is as it was: git may read it. Tracked files the install
@@ -515,6 +569,265 @@ func (p *phaser) tracked(ctx context.Context) (map[string]string, error) {
 	return m, nil
 }
 
+// pruned is a find(1) expression that matches the paths whose trees a
+// search of the whole filesystem leaves out: the kernel's, the work tree,
+// the phases' own directory, and the listed roots.
+func (p *phaser) pruned(roots []string) string {
+	var b strings.Builder
+	b.WriteString(`\( -path /proc -o -path /sys -o -path /dev/pts`)
+	for _, r := range append([]string{p.dir, p.pd}, roots...) {
+		b.WriteString(" -o -path " + shq(r))
+	}
+	b.WriteString(` \) -prune`)
+	return b.String()
+}
+
+// worldWritable lists the directories and files outside roots that every
+// user may write (on every mounted filesystem but /proc and /sys), those
+// below another left out.
+func (p *phaser) worldWritable(ctx context.Context, roots []string) ([]string, error) {
+	prog := "find / " + p.pruned(roots) + ` -o \( -type d -o -type f \) -perm -0002 -print0 2>/dev/null; true`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", prog}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: find world-writable places: %w", err)
+	}
+	var out []string
+	for _, f := range strings.Split(string(res.Output), "\x00") {
+		if path.IsAbs(f) && !underAny(f, out) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// sweep removes, as root, what the grading user owns outside the listed
+// roots, the work tree, its home and the phases' directory (a pip build
+// directory in /tmp, or whatever the install planted there), and the
+// byte-code caches it wrote in the work tree and in site-packages (a cache
+// can be made to hold other code than its source's: the interpreter
+// checks only the source's time and size, or nothing). It returns what it
+// removed outside the work tree.
+func (p *phaser) sweep(ctx context.Context, roots, sitePkgs []string, marker string) (swept, made []string, err error) {
+	uid, gid, _ := strings.Cut(GradingUser, ":")
+	own := fmt.Sprintf(`\( -uid %s -o -gid %s \)`, uid, gid)
+	var b strings.Builder
+	// First, for generated: the files of the work tree whose status
+	// changed after marker was written, by name.
+	fmt.Fprintf(&b, "find %s -path %s -prune -o ! -type d -cnewer %s \\( -name '*.pth' -o -name '*.py' -o -name '*.ini' -o -name '*.cfg' -o -name '*.toml' -o -name entry_points.txt \\) -print0 || exit 1\nprintf '\\0\\0'\n",
+		shq(p.dir), shq(path.Join(p.dir, ".git")), shq(marker))
+	fmt.Fprintf(&b, "find %[1]s -path %[2]s -prune -o ! -type d \\( -name '*.pyc' -o -name '*.pyo' \\) %[3]s -print0 2>/dev/null | xargs -0r rm -f -- || exit 1\n",
+		shq(p.dir), shq(path.Join(p.dir, ".git")), own)
+	for _, sp := range sitePkgs {
+		c := shq(path.Join(sp, "__pycache__"))
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then find %[1]s -mindepth 1 -maxdepth 1 ! -type d %[2]s -print0 | xargs -0r rm -f -- || exit 1; fi\n", c, own)
+	}
+	list := shq(path.Join(p.pd, "swept"))
+	fmt.Fprintf(&b, "find / %s -o %s -prune -print0 >%s 2>/dev/null\n", p.pruned(roots), own, list)
+	fmt.Fprintf(&b, "xargs -0r rm -rf -- <%[1]s || exit 1\ncat %[1]s\n", list)
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"/bin/bash", "-c", b.String()}, Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, nil, fmt.Errorf("phases: sweep: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, nil, fmt.Errorf("phases: sweep: exit %d: %s", res.ExitCode, LastLine(string(res.Output)))
+	}
+	first, rest, ok := strings.Cut(string(res.Output), "\x00\x00")
+	if !ok {
+		return nil, nil, fmt.Errorf("phases: sweep: no end to the list of files the install made")
+	}
+	for _, f := range strings.Split(first, "\x00") {
+		if path.IsAbs(f) {
+			made = append(made, f)
+		}
+	}
+	for _, f := range strings.Split(rest, "\x00") {
+		if path.IsAbs(f) {
+			swept = append(swept, f)
+		}
+	}
+	return swept, made, nil
+}
+
+// readAll reads files as root in one command: what is not a regular file
+// is left out of the map.
+func (p *phaser) readAll(ctx context.Context, files []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(files) == 0 {
+		return out, nil
+	}
+	prog := `{ for f; do if [ -f "$f" ] && [ ! -L "$f" ]; then wc -c <"$f"; cat -- "$f"; else echo -1; fi; done; } 2>/dev/null`
+	res, err := p.box.Exec(ctx, sandbox.ExecRequest{Cmd: append([]string{"/bin/bash", "-c", prog, "bash"}, files...), Timeout: 5 * time.Minute, MaxOutput: -1, KillOthers: true})
+	if err != nil {
+		return nil, fmt.Errorf("phases: read files: %w", err)
+	}
+	rest := string(res.Output)
+	for _, f := range files {
+		head, tail, ok := strings.Cut(rest, "\n")
+		n, err := strconv.Atoi(strings.TrimSpace(head))
+		if !ok || err != nil || n > len(tail) {
+			return nil, fmt.Errorf("phases: read files: output out of step at %s", f)
+		}
+		if n >= 0 {
+			out[f], rest = tail[:n], tail[n:]
+		} else {
+			rest = tail
+		}
+	}
+	return out, nil
+}
+
+// autoLoaded are names of files that a test framework or the interpreter
+// loads without being asked (a file of that name in a test directory, for
+// those in testDirOnly); an entry_points.txt only with a pytest11 group.
+var (
+	autoLoaded = map[string]bool{"conftest.py": true, "pytest.ini": true, ".pytest.ini": true, "pytest.toml": true, "tox.ini": true,
+		"setup.cfg": true, "pyproject.toml": true, "sitecustomize.py": true, "usercustomize.py": true, "__init__.py": true, "apps.py": true,
+		"unittest.py": true, "pytest.py": true, "entry_points.txt": true}
+	testDirOnly = map[string]bool{"__init__.py": true, "apps.py": true}
+	testDirName = lazyre.New(`(^|/)(tests?|testing|test_[^/]*|[^/]*_tests?)/`)
+)
+
+// generated lists, as findings, the files of the work tree the install
+// step made or changed (made: their status changed after the install
+// began, listed by sweep)
+// that a test framework or the interpreter loads by itself: a conftest.py
+// or a pytest plugin written by setup.py is in no diff, and the tracked
+// files' check does not see an untracked file.
+func (p *phaser) generated(ctx context.Context, made []string) ([]string, error) {
+	var out []string
+	for _, f := range made {
+		rel, ok := strings.CutPrefix(f, p.dir+"/")
+		if !ok {
+			continue
+		}
+		switch autoLoadedFile(rel) {
+		case "":
+			continue
+		case "plugins?":
+			b, err := p.box.ReadFile(ctx, f)
+			if err != nil {
+				return nil, fmt.Errorf("phases: read %s: %w", f, err)
+			}
+			if !pytestPlugins.MatchString(string(b)) {
+				continue
+			}
+		}
+		out = append(out, f+" made by the install step (a file the tests' framework or the interpreter loads by itself)")
+	}
+	return out, nil
+}
+
+// autoLoadedFile says whether a file of the work tree (its path relative
+// to it) is one that a test framework or the interpreter loads by itself:
+// "yes", "plugins?" for an entry_points.txt (loaded when it declares a
+// pytest plugin), "" for no. What is under build/ or dist/ is build output
+// pytest does not collect and nothing imports.
+func autoLoadedFile(rel string) string {
+	base := path.Base(rel)
+	switch {
+	case strings.HasPrefix(rel, "build/") || strings.HasPrefix(rel, "dist/"):
+		return ""
+	case strings.HasSuffix(base, ".pth"):
+		return "yes"
+	case !autoLoaded[base]:
+		return ""
+	case testDirOnly[base] && !testDirName.MatchString(rel):
+		return ""
+	case base == "entry_points.txt":
+		dir := path.Base(path.Dir(rel))
+		if strings.HasSuffix(dir, ".egg-info") || strings.HasSuffix(dir, ".dist-info") {
+			return "plugins?"
+		}
+		return ""
+	}
+	return "yes"
+}
+
+var pytestPlugins = lazyre.New(`(?m)^\s*\[\s*pytest11\s*\]`)
+
+// editable checks what the editable install's files the install added or
+// changed in site-packages hold (see editable.go); tmplFile is setuptools'
+// editable_wheel module, or "".
+func (p *phaser) editable(ctx context.Context, before, after map[string]treeEntry, sitePkgs, scripts []string, tmplFile string) ([]string, error) {
+	var out, entries, check []string
+	changed := func(f string) bool {
+		b, ok := before[f]
+		return !ok || entryChange(b, after[f]) != ""
+	}
+	finder := false
+	for _, f := range sortedPaths(after) {
+		a, d := after[f], path.Dir(f)
+		if path.Base(f) == "entry_points.txt" && strings.HasSuffix(d, ".dist-info") && contains(sitePkgs, path.Dir(d)) && changed(f) && a.kind == 'f' {
+			entries = append(entries, f)
+			continue
+		}
+		kind := editableKind(path.Base(f))
+		if kind == "" || !contains(sitePkgs, d) || !changed(f) {
+			continue // not one of them, or the image's own
+		}
+		if a.kind != 'f' {
+			out = append(out, f+" is not a regular file")
+			continue
+		}
+		check = append(check, f)
+		finder = finder || kind == "finder"
+	}
+	read := append(append([]string(nil), entries...), check...)
+	if finder && tmplFile != "" {
+		read = append(read, tmplFile)
+	}
+	content, err := p.readAll(ctx, read)
+	if err != nil {
+		return nil, err
+	}
+	// The console scripts the install may rewrite are those its
+	// dist-info names; a pytest plugin it declares is loaded by pytest
+	// by itself.
+	launchers := map[string]bool{}
+	for _, f := range entries {
+		groups := entryPoints(content[f])
+		if len(groups["pytest11"]) > 0 {
+			out = append(out, f+" declares a pytest plugin (pytest loads it by itself)")
+		}
+		for _, n := range append(groups["console_scripts"], groups["gui_scripts"]...) {
+			launchers[n] = true
+		}
+	}
+	for _, f := range sortedPaths(after) {
+		if _, ok := before[f]; ok && contains(scripts, path.Dir(f)) && changed(f) && !launchers[path.Base(f)] {
+			out = append(out, f+" rewritten, and no console script the install declares has that name")
+		}
+	}
+	var tmpl *regexp.Regexp
+	if src, ok := content[tmplFile]; ok && tmplFile != "" {
+		tmpl = finderTemplate(src)
+	}
+	for _, f := range check {
+		text, ok := content[f]
+		if !ok {
+			out = append(out, f+" cannot be read")
+			continue
+		}
+		switch editableKind(path.Base(f)) {
+		case "pth":
+			named := map[string]bool{}
+			out = append(out, checkPth(f, text, p.dir, named)...)
+			for _, n := range sortedKeys(named) {
+				if e, ok := after[path.Join(path.Dir(f), n+".py")]; !ok || e.kind != 'f' {
+					out = append(out, fmt.Sprintf("%s loads a finder that is not there (%s)", f, n))
+				}
+			}
+		case "egg-link":
+			out = append(out, checkEggLink(f, text, p.dir)...)
+		case "finder":
+			if why := checkFinder(f, text, tmpl, p.dir); why != "" {
+				out = append(out, why)
+			}
+		}
+	}
+	return out, nil
+}
+
 // restoreState turns what the setup's trailer saved into a prologue that
 // puts the state back silently, and turns tracing back on last when it
 // was on. extra is added to the silent part.
@@ -584,6 +897,13 @@ func revokeScript(dir, home string, sitePkgs, scripts []string) string {
 	}
 	for _, d := range sitePkgs {
 		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then chown 0:0 %[1]s; fi\n", shq(path.Join(d, "__pycache__")))
+	}
+	// What the install wrote there (the editable install's files, console
+	// scripts) is root's again: the tests cannot change it for a later
+	// phase.
+	uid, gid, _ := strings.Cut(GradingUser, ":")
+	for _, d := range append(append([]string(nil), sitePkgs...), scripts...) {
+		fmt.Fprintf(&b, "if [ -d %[1]s ] && [ ! -L %[1]s ]; then find %[1]s -mindepth 1 -maxdepth 2 \\( -uid %[2]s -o -gid %[3]s \\) -exec chown -h 0:0 {} +; fi\n", shq(d), uid, gid)
 	}
 	fmt.Fprintf(&b, "find %s -mindepth 1 -delete\n", shq(home))
 	// git refuses a work tree its user does not own.

@@ -4,13 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"regexp"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -32,7 +35,8 @@ var pipAsRoot = regexp.MustCompile(`(?m)^WARNING: Running pip as the 'root' user
 // run as root and once in phases, without canaries, and requires the same
 // report and the same log but for test durations, pip's wheel digests and
 // temporary directories, and pip's warning about running as root (the
-// install is not root's any more). SWERVE_PHASE_RUNS=N
+// install is not root's any more), and no finding in phases.
+// SWERVE_PHASE_RUNS=N
 // grades each way N times, alternating, and logs the median of each.
 func TestPhasedMatchesSinglePhase(t *testing.T) {
 	if !testutil.DockerRequired() {
@@ -83,6 +87,9 @@ func TestPhasedMatchesSinglePhase(t *testing.T) {
 				if po.Phases != "phased" {
 					t.Fatalf("phases: %q, want phased", po.Phases)
 				}
+				if len(po.Tampered) > 0 {
+					t.Errorf("gold in phases: findings %q, want none", po.Tampered)
+				}
 				if so.Reward != 1 || po.Reward != 1 {
 					t.Errorf("gold: reward %v in one run, %v in phases (%s); want 1 and 1", so.Reward, po.Reward, po.Reason)
 				}
@@ -123,4 +130,67 @@ func at(l []string, i int) string {
 		return l[i]
 	}
 	return "<end>"
+}
+
+// TestInstallLeftovers runs the calc task's eval script in phases with an
+// install step that leaves files in places anyone may write (outside the
+// trees the check lists) and appends to a world-writable file root made
+// before the run: what it made must be gone before the tests run (and be
+// reported as swept), the changed file a finding.
+func TestInstallLeftovers(t *testing.T) {
+	if !testutil.DockerRequired() {
+		t.Skip("phased runs are checked on Docker: set SWERVE_DOCKER_TESTS=1")
+	}
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{RunID: "test-leftovers", ShimPath: testutil.SwerveBinary(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := buildCalcTasks(t, b)[CalcSWEBench]
+	plant := "echo x >/tmp/left.py; mkdir -p /dev/shm/d/e; ln -s /etc/passwd /var/tmp/link; "
+	check := "ls -d /tmp/left.py /dev/shm/d /var/tmp/link"
+	for _, c := range []struct {
+		name, install string
+		tampered      string
+	}{
+		{"made", plant + "true", ""},
+		{"changed", plant + "echo y >>/tmp/shared", "/tmp/shared"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(context.WithoutCancel(ctx))
+			if res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", "echo a >/tmp/shared && chmod 666 /tmp/shared"}, Timeout: time.Minute}); err != nil || res.ExitCode != 0 {
+				t.Fatalf("make /tmp/shared: %v %s", err, res.Output)
+			}
+			script := withInstall(harnessScript(tk.BaseCommit, tk.TestPatch, []string{"tests/test_add.py"}, check), tk.BaseCommit, c.install)
+			_, evalFile := reward.Paths(box)
+			pr, why, err := reward.RunPhased(ctx, box, "/testbed", path.Dir(evalFile), script, 5*time.Minute)
+			if err != nil || pr == nil {
+				t.Fatalf("RunPhased: %v %s", err, why)
+			}
+			if c.tampered != "" {
+				if len(pr.Tampered) == 0 || !strings.HasPrefix(pr.Tampered[0], c.tampered+" ") {
+					t.Fatalf("tampered %q, want %s first", pr.Tampered, c.tampered)
+				}
+				return
+			}
+			if len(pr.Tampered) > 0 {
+				t.Fatalf("tampered %q, want none", pr.Tampered)
+			}
+			for _, p := range []string{"/tmp/left.py", "/dev/shm/d", "/var/tmp/link"} {
+				if !slices.Contains(pr.Swept, p) {
+					t.Errorf("swept %q, want %s in it", pr.Swept, p)
+				}
+				if !strings.Contains(pr.Log, "ls: cannot access '"+p+"': No such file or directory") {
+					t.Errorf("%s is still there when the tests run:\n%s", p, pr.Log)
+				}
+			}
+		})
+	}
 }
