@@ -283,12 +283,8 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 	if dir == "." || !path.IsAbs(dir) {
 		return nil, "the work tree has no absolute path in the box", nil
 	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"id", "-u"}, User: GradingUser, Timeout: time.Minute})
-	if err != nil {
-		return nil, "", fmt.Errorf("probe the grading user: %w", err)
-	}
-	if uid, _, _ := strings.Cut(GradingUser, ":"); strings.TrimSpace(string(res.Output)) != uid || res.ExitCode != 0 {
-		return nil, "the box cannot run a command as another user", nil
+	if ok, err := CanRunAsGradingUser(ctx, box); err != nil || !ok {
+		return nil, "the box cannot run a command as another user", err
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
@@ -860,10 +856,8 @@ func restoreState(saved, extra string) string {
 func grantScript(dir, home string, sitePkgs, scripts []string) string {
 	var b strings.Builder
 	u := GradingUser
-	uid, gid, _ := strings.Cut(u, ":")
 	fmt.Fprintf(&b, "set -e\n")
-	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/passwd || printf '%%s\\n' '%[1]s:x:%[2]s:%[3]s:swerve grading user:%[4]s:/bin/false' >>/etc/passwd\n", GradingUserName, uid, gid, home)
-	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/group || printf '%%s\\n' '%[1]s:x:%[2]s:' >>/etc/group\n", GradingUserName, gid)
+	b.WriteString(gradingUserEntries(home))
 	fmt.Fprintf(&b, "chown %s %s\n", u, shq(home))
 	// The work tree's directories, and its untracked and ignored files
 	// (build output), are the grading user's; tracked files and .git stay

@@ -301,25 +301,10 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 	if dir == "" {
 		dir = Workdir
 	}
-	patchFile, evalFile := Paths(box)
-	a := &Attempt{ScriptExit: -1}
-	if opts.Patch != "" {
-		before, err := MarkTree(ctx, box, dir)
-		if err != nil {
-			return nil, fmt.Errorf("mark the work tree: %w", err)
-		}
-		applied, applyLog, err := ApplyPatch(ctx, box, dir, patchFile, opts.Patch)
-		if err != nil {
-			return nil, fmt.Errorf("apply patch: %w", err)
-		}
-		a.ApplyLog = applyLog
-		if !applied {
-			a.ApplyFailed, a.Log, a.Duration = true, applyLog, time.Since(start)
-			return a, nil
-		}
-		if a.Tree, err = AppliedTree(ctx, box, dir, before); err != nil {
-			return nil, fmt.Errorf("read the applied tree: %w", err)
-		}
+	_, evalFile := Paths(box)
+	a, err := ApplyOnly(ctx, box, dir, opts.Patch)
+	if err != nil || a.ApplyFailed {
+		return a, err
 	}
 	var run *ScriptRun
 	if opts.Phased {

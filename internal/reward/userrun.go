@@ -111,12 +111,8 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 	if r.Dir == "." || !path.IsAbs(r.Dir) {
 		return nil, "the work tree has no absolute path in the box", nil
 	}
-	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"id", "-u"}, User: GradingUser, Timeout: time.Minute})
-	if err != nil {
-		return nil, "", fmt.Errorf("probe the grading user: %w", err)
-	}
-	if uid, _, _ := strings.Cut(GradingUser, ":"); strings.TrimSpace(string(res.Output)) != uid || res.ExitCode != 0 {
-		return nil, "the box cannot run a command as another user", nil
+	if ok, err := CanRunAsGradingUser(ctx, box); err != nil || !ok {
+		return nil, "the box cannot run a command as another user", err
 	}
 	home := path.Join(r.Grading, "home")
 	var in []string
@@ -179,10 +175,8 @@ func RunAsGradingUser(ctx context.Context, box sandbox.Sandbox, r UserRun) (*Scr
 // overlay filesystem, and the tests cannot add to them.
 func userGrantScript(dir, home string) string {
 	u := GradingUser
-	uid, gid, _ := strings.Cut(u, ":")
 	var b strings.Builder
-	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/passwd || printf '%%s\\n' '%[1]s:x:%[2]s:%[3]s:swerve grading user:%[4]s:/bin/false' >>/etc/passwd\n", GradingUserName, uid, gid, home)
-	fmt.Fprintf(&b, "grep -q '^%[1]s:' /etc/group || printf '%%s\\n' '%[1]s:x:%[2]s:' >>/etc/group\n", GradingUserName, gid)
+	b.WriteString(gradingUserEntries(home))
 	fmt.Fprintf(&b, "mkdir -m 0700 %[1]s && chown %[2]s %[1]s\n", shq(home), u)
 	fmt.Fprintf(&b, "git -c safe.directory='*' -C %s ls-files -z | tr '\\0' '\\n' | awk -F/ '{p=\"\"; for (i = 1; i < NF; i++) { p = (i == 1 ? $i : p \"/\" $i); print p }}' | sort -u | (cd %s && xargs -r -d '\\n' chown -h %s --)\n", shq(dir), shq(dir), u)
 	return b.String()
@@ -204,4 +198,45 @@ func rootRun(ctx context.Context, box sandbox.Sandbox, what, prog string) error 
 		return fmt.Errorf("%s: exit %d: %s", what, res.ExitCode, LastLine(string(res.Output)))
 	}
 	return nil
+}
+
+// gradingUserEntries is bash that names GradingUser in the box's passwd
+// and group files, with home as its home directory, unless they name it.
+func gradingUserEntries(home string) string {
+	uid, gid, _ := strings.Cut(GradingUser, ":")
+	return fmt.Sprintf("grep -q '^%[1]s:' /etc/passwd || printf '%%s\\n' '%[1]s:x:%[2]s:%[3]s:swerve grading user:%[4]s:/bin/false' >>/etc/passwd\n", GradingUserName, uid, gid, home) +
+		fmt.Sprintf("grep -q '^%[1]s:' /etc/group || printf '%%s\\n' '%[1]s:x:%[2]s:' >>/etc/group\n", GradingUserName, gid)
+}
+
+// CanRunAsGradingUser reports whether box runs a command as GradingUser
+// (a box whose backend cannot switch users runs everything as itself).
+func CanRunAsGradingUser(ctx context.Context, box sandbox.Sandbox) (bool, error) {
+	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"id", "-u"}, User: GradingUser, Timeout: time.Minute})
+	if err != nil {
+		return false, fmt.Errorf("probe the grading user: %w", err)
+	}
+	uid, _, _ := strings.Cut(GradingUser, ":")
+	return res.ExitCode == 0 && strings.TrimSpace(string(res.Output)) == uid, nil
+}
+
+// GradingUserScript is a bash program, run as root, that names GradingUser
+// in the box's passwd and group files (with home as its home directory)
+// and makes home, created if missing, the grading user's.
+func GradingUserScript(home string) string {
+	var b strings.Builder
+	b.WriteString("set -e\n")
+	b.WriteString(gradingUserEntries(home))
+	fmt.Fprintf(&b, "mkdir -p %[1]s && chown %[2]s %[1]s && chmod 0700 %[1]s\n", shq(home), GradingUser)
+	return b.String()
+}
+
+// RunScriptAs is RunScript as user (empty: the box's own), with env added
+// to the environment. The script file is written readable by all, so
+// that the user can source it; put it where the user cannot write.
+func RunScriptAs(ctx context.Context, box sandbox.Sandbox, dir, file, script string, timeout time.Duration, user string, env []string) (*ScriptRun, error) {
+	mode := 0o755
+	if user != "" {
+		mode = 0o644
+	}
+	return runSealed(ctx, box, sealedRun{dir: dir, file: file, script: script, timeout: timeout, user: user, env: env, mode: fsMode(mode)})
 }
