@@ -455,7 +455,7 @@ func CanaryScript(script, injector string) (string, error) {
 // deletes it: in a phased run, the one line of the test part run as root.
 func injectLine(injector string) string {
 	q := "'" + strings.ReplaceAll(injector, "'", `'\''`) + "'"
-	return fmt.Sprintf(`"$(command -v python || command -v python3)" %s; rm -f %s`, q, q)
+	return fmt.Sprintf(`"$(command -v python || command -v python3)" -E -s -S %s; rm -f %s`, q, q)
 }
 
 // CanaryCommand is the test command CanaryScript runs again, or "" when

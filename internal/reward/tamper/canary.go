@@ -734,14 +734,16 @@ const startLine = ": '>>>>> Start Test Output'"
 // start marker: after the test patch is applied, before the tests run.
 // The test file is restored by the script's own git checkout at its end.
 // The names appear nowhere in the script, so code the tests run cannot
-// read them from it.
+// read them from it. The injector's Python runs as root without the site
+// module, user site-packages or PYTHON* variables (-E -s -S): no .pth
+// line or start-up hook the patch's code could have left runs with it.
 func (c *Canaries) Script(evalScript, injectorPath string) (string, error) {
 	at := strings.Index(evalScript, "\n"+startLine+"\n")
 	if at < 0 {
 		return "", fmt.Errorf("canaries: the eval script has no line %s", startLine)
 	}
 	q := shellQuote(injectorPath)
-	run := fmt.Sprintf(`"$(command -v python || command -v python3)" %s; rm -f %s`, q, q)
+	run := fmt.Sprintf(`"$(command -v python || command -v python3)" -E -s -S %s; rm -f %s`, q, q)
 	return evalScript[:at+1] + run + "\n" + evalScript[at+1:], nil
 }
 

@@ -51,7 +51,7 @@ func TestCanaryGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The script differs from the original by one line, before the marker.
-			if got := strings.Replace(script, "\"$(command -v python || command -v python3)\" '/.k3f9a1.py'; rm -f '/.k3f9a1.py'\n", "", 1); got != tk.EvalScript {
+			if got := strings.Replace(script, "\"$(command -v python || command -v python3)\" -E -s -S '/.k3f9a1.py'; rm -f '/.k3f9a1.py'\n", "", 1); got != tk.EvalScript {
 				t.Errorf("Script changed more than the injector line")
 			}
 			if strings.Contains(script, c.MustFail) || strings.Contains(script, c.MustPass) {
