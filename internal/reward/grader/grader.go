@@ -15,7 +15,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +83,18 @@ type Outcome struct {
 	// reward.RunPhased) or "single phase: <why>". Empty for the graders
 	// that always run it as one (swefactory, r2e, swesmith, harbor).
 	Phases string `json:"phases,omitempty"`
+
+	// Tests is how many distinct tests the run produced results for (the
+	// canaries left out), as the grader's parser read them: swebench,
+	// r2e and swesmith count the names in the parsed log.
+	Tests int `json:"tests"`
+	// TestsBaseline says what Tests was held to: "<M> (gold run)" when
+	// the task's gold run on this image is known (a grade with fewer
+	// results, in all or under one test name, is reward 0 with the reason
+	// "fewer tests ran than the gold patch's run: N < M"), "gold run
+	// (kept)" for a gold grade, "unknown" (with why) when no gold run is
+	// known; empty when the grader counts no tests.
+	TestsBaseline string `json:"tests_baseline,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -176,6 +190,7 @@ func GradeLogOpts(t *task.Task, force, log string, opts LogOptions) (*Outcome, e
 			return nil, err
 		}
 		out.fromSWEBench(r)
+		out.Tests = len(r.Status)
 		out.Anchored = !r.Unanchored
 	case task.GraderSWEFactory:
 		out.fromSWEFactory(swefactory.Evaluate(t, log))
@@ -185,12 +200,14 @@ func GradeLogOpts(t *task.Task, force, log string, opts LogOptions) (*Outcome, e
 			return nil, err
 		}
 		out.fromR2E(r)
+		out.Tests = len(r.Parsed)
 	case task.GraderSWESmith:
 		r, err := swesmith.Evaluate(t, log, swesmith.Options{})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWESmith(r)
+		out.Tests = len(r.Status)
 		out.Anchored = true // its test section is cut at bash's trace of the markers
 	case task.GraderHarbor:
 		return nil, fmt.Errorf("task %s: harbor grading reads the reward file tests/test.sh leaves in the box; a log alone cannot be graded (grade a patch instead)", t.InstanceID)
@@ -244,6 +261,9 @@ type Options struct {
 	// SinglePhase runs a swebench eval script as one run, as root, the
 	// way it ran before phased runs (reward.RunPhased) existed.
 	SinglePhase bool
+	// Baseline keeps the gold runs' test counts: a gold grade keeps its
+	// count there, every other grade is held to it. nil: DefaultBaseline.
+	Baseline *Baseline
 }
 
 // Grade applies the patch in box (fresh from the task's image, or the box
@@ -271,6 +291,9 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 	}
 	out := &Outcome{InstanceID: t.InstanceID, Grader: g}
 	var a reward.Attempt
+	// count is the run's test results as the grader read them; nil when
+	// the grader reads none.
+	var count *testCount
 	switch g {
 	case task.GraderSWEBench:
 		tk := t
@@ -298,6 +321,11 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWEBench(rr.Result)
+		skip := func(string) bool { return false }
+		if can != nil && can.Available() {
+			skip = canaryNames(can.MustFail, can.MustPass)
+		}
+		count = countOf(slices.Collect(maps.Keys(rr.Result.Status)), skip)
 		if can != nil && can.Available() {
 			out.Canaries = "not checked: no valid test run"
 			if rr.Result.Found {
@@ -323,6 +351,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromR2E(rr.Result)
+		count = countOf(slices.Collect(maps.Keys(rr.Result.Parsed)), nil)
 		a = rr.Attempt
 	case task.GraderSWESmith:
 		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
@@ -330,6 +359,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWESmith(rr.Result)
+		count = countOf(slices.Collect(maps.Keys(rr.Result.Status)), nil)
 		a = rr.Attempt
 	case task.GraderHarbor:
 		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir})
@@ -368,7 +398,72 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Reason += fmt.Sprintf(" (and %d more)", n)
 		}
 	}
+	if count == nil && out.Tests > 0 {
+		count = &testCount{Total: out.Tests} // a grader that counts only a total
+	}
+	if count != nil && !a.ApplyFailed && !a.TimedOut {
+		holdToGold(box, t, g, opts, out, *count)
+	}
 	return out, nil
+}
+
+// countOf counts a parsed log's names (see countTests).
+func countOf(names []string, skip func(string) bool) *testCount {
+	c := countTests(names, skip)
+	return &c
+}
+
+// holdToGold keeps a gold grade's test count, or holds any other grade
+// to the gold run's: a grade whose run produced fewer results than the
+// gold patch's, in all or under one test name, has a finding saying so,
+// and in tamper.ModeZero is reward 0 (tamper.ModeIgnore compares nothing).
+// Counts are kept per task and image content id; a box that does not
+// name its image is not compared.
+func holdToGold(box sandbox.Sandbox, t *task.Task, g task.Grader, opts Options, out *Outcome, c testCount) {
+	out.Tests = c.Total
+	b := opts.Baseline
+	if b == nil {
+		b = DefaultBaseline()
+	}
+	imageID := ""
+	if ii, ok := box.(sandbox.ImageIdentity); ok {
+		imageID = ii.ImageID()
+	}
+	if imageID == "" {
+		out.TestsBaseline = TestsBaselineUnknown + ": the box does not name its image"
+		return
+	}
+	key := testsKey(t, g, imageID)
+	if opts.Gold {
+		out.TestsBaseline = TestsBaselineGold
+		// Only a gold run that resolved sets the bar.
+		if out.Resolved {
+			b.keepGoldTests(key, c)
+		} else {
+			out.TestsBaseline = "gold run (not kept: not resolved)"
+		}
+		return
+	}
+	gold, ok := b.goldTests(key)
+	if !ok {
+		out.TestsBaseline = TestsBaselineUnknown
+		return
+	}
+	out.TestsBaseline = fmt.Sprintf("%d (gold run)", gold.Total)
+	if opts.Tamper == tamper.ModeIgnore {
+		return
+	}
+	why := fewerTests(c, gold)
+	if why == "" {
+		return
+	}
+	// A finding like the tamper defences' (kept beside the official
+	// verdict in tamper.ModeFlag), and in tamper.ModeZero a 0 with the
+	// comparison as its reason.
+	out.Tampered = append(out.Tampered, why)
+	if opts.Tamper.Zeroes() && out.Reward > 0 {
+		out.Reward, out.Resolved, out.Reason = 0, false, why
+	}
 }
 
 // withCanaries plans canary tests for a swebench task and, when its eval
