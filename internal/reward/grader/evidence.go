@@ -31,27 +31,28 @@ const (
 	TestsBaselineUnknown = "unknown"
 )
 
-// testCount is how many distinct tests a run produced results for: in
-// all, and per group (a test's name without its parameters, see
-// testGroup). It is what a gold run leaves on disk and what every other
-// grade is held to.
+// testCount is how many distinct tests a run produced results for (in
+// all), and how many result lines it has per group (a test's name without
+// its parameters, see testGroup; tests that share a name, as django's
+// docstring names do, count once per copy). It is what a gold run leaves
+// on disk and what every other grade is held to.
 type testCount struct {
 	Total  int            `json:"total"`
 	Groups map[string]int `json:"groups,omitempty"`
 }
 
-// countTests counts the distinct names of a parsed log, leaving out the
-// canaries (skip says which names are theirs: their names are drawn anew
-// for every run, and a gold run without canaries must count the same as
-// one with them).
-func countTests(names []string, skip func(string) bool) testCount {
+// countTests counts a parsed log's tests: copies maps each name to its
+// number of result lines (at least 1). The canaries are left out (skip
+// says which names are theirs): their names are drawn anew for every run,
+// and a gold run without canaries must count the same as one with them.
+func countTests(copies map[string]int, skip func(string) bool) testCount {
 	c := testCount{Groups: map[string]int{}}
-	for _, n := range names {
+	for n, k := range copies {
 		if skip != nil && skip(n) {
 			continue
 		}
 		c.Total++
-		c.Groups[testGroup(n)]++
+		c.Groups[testGroup(n)] += max(k, 1)
 	}
 	return c
 }
@@ -96,8 +97,8 @@ func canaryNames(fns ...string) func(string) bool {
 }
 
 // fewerTests compares a run's count with the gold run's: "" when the run
-// produced at least as many results in all and in every group the gold
-// run had, else the reason for a 0. Groups are compared when both counts
+// has at least as many distinct tests in all, and as many result lines in
+// every group the gold run had, else the reason for a 0. Groups are compared when both counts
 // have them (a grader that counts only a total is held to the total).
 func fewerTests(got, gold testCount) string {
 	if got.Total < gold.Total {
@@ -108,7 +109,7 @@ func fewerTests(got, gold testCount) string {
 	}
 	for _, g := range slices.Sorted(maps.Keys(gold.Groups)) {
 		if n := got.Groups[g]; n < gold.Groups[g] {
-			return fmt.Sprintf("%s%d < %d in %s", FewerTestsReason, n, gold.Groups[g], g)
+			return fmt.Sprintf("%s%d < %d results of %s", FewerTestsReason, n, gold.Groups[g], g)
 		}
 	}
 	return ""

@@ -15,9 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -325,7 +323,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		if can != nil && can.Available() {
 			skip = canaryNames(can.MustFail, can.MustPass)
 		}
-		count = countOf(slices.Collect(maps.Keys(rr.Result.Status)), skip)
+		count = countOf(rr.Result.Copies, skip)
 		if can != nil && can.Available() {
 			out.Canaries = "not checked: no valid test run"
 			if rr.Result.Found {
@@ -351,7 +349,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromR2E(rr.Result)
-		count = countOf(slices.Collect(maps.Keys(rr.Result.Parsed)), nil)
+		count = countOf(once(rr.Result.Parsed), nil)
 		a = rr.Attempt
 	case task.GraderSWESmith:
 		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir})
@@ -359,7 +357,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWESmith(rr.Result)
-		count = countOf(slices.Collect(maps.Keys(rr.Result.Status)), nil)
+		count = countOf(once(rr.Result.Status), nil)
 		a = rr.Attempt
 	case task.GraderHarbor:
 		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir})
@@ -407,10 +405,19 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 	return out, nil
 }
 
-// countOf counts a parsed log's names (see countTests).
-func countOf(names []string, skip func(string) bool) *testCount {
-	c := countTests(names, skip)
+// countOf counts a parsed log's tests (see countTests).
+func countOf(copies map[string]int, skip func(string) bool) *testCount {
+	c := countTests(copies, skip)
 	return &c
+}
+
+// once counts every test of a parsed log once.
+func once[S ~string](m map[string]S) map[string]int {
+	out := make(map[string]int, len(m))
+	for k := range m {
+		out[k] = 1
+	}
+	return out
 }
 
 // holdToGold keeps a gold grade's test count, or holds any other grade
