@@ -41,18 +41,30 @@ type testCount struct {
 	Groups map[string]int `json:"groups,omitempty"`
 }
 
-// countTests counts a parsed log's tests: copies maps each name to its
-// number of result lines (at least 1). The canaries are left out (skip
-// says which names are theirs): their names are drawn anew for every run,
-// and a gold run without canaries must count the same as one with them.
-func countTests(copies map[string]int, skip func(string) bool) testCount {
+// countTests counts a parsed log's tests: copies maps each name to the
+// labels of its result lines (see swebench.Copies; one, itself, where the
+// grader reads no copies). The canaries are left out (skip says which
+// names are theirs), whether a canary's result is filed under its own
+// name or, under a docstring it copied, beside the original's: their
+// names and originals are drawn anew for every run, and a gold run
+// without canaries must count the same as one with them.
+func countTests(copies map[string][]string, skip func(string) bool) testCount {
 	c := testCount{Groups: map[string]int{}}
-	for n, k := range copies {
+	for n, labels := range copies {
 		if skip != nil && skip(n) {
 			continue
 		}
+		k := 0
+		for _, l := range labels {
+			if skip == nil || !skip(l) {
+				k++
+			}
+		}
+		if k == 0 {
+			continue
+		}
 		c.Total++
-		c.Groups[testGroup(n)] += max(k, 1)
+		c.Groups[testGroup(n)] += k
 	}
 	return c
 }

@@ -25,10 +25,12 @@ func TestTestGroup(t *testing.T) {
 }
 
 func TestCountTests(t *testing.T) {
-	copies := map[string]int{
-		"t.py::test_x[1]": 1, "t.py::test_x[2]": 1, "t.py::test_y": 1,
-		"Shared docstring.":    3,
-		"t.py::test_quiet_owl": 1, "t.py::test_brave_fox": 1, // canaries
+	copies := map[string][]string{
+		"t.py::test_x[1]": {"t.py::test_x[1]"}, "t.py::test_x[2]": {"t.py::test_x[2]"}, "t.py::test_y": {"t.py::test_y"},
+		// Three classes run a test with this docstring, and a canary
+		// copied it (django files its result under the docstring).
+		"Shared docstring.":    {"test_s (m.A.test_s)", "test_s (m.B.test_s)", "test_quiet_owl (m.A.test_quiet_owl)", "test_s (m.C.test_s)"},
+		"t.py::test_brave_fox": {"t.py::test_brave_fox"}, // the other canary
 	}
 	got := countTests(copies, canaryNames("test_quiet_owl", "test_brave_fox"))
 	want := testCount{Total: 4, Groups: map[string]int{"t.py::test_x": 2, "t.py::test_y": 1, "Shared docstring.": 3}}

@@ -406,16 +406,16 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 }
 
 // countOf counts a parsed log's tests (see countTests).
-func countOf(copies map[string]int, skip func(string) bool) *testCount {
+func countOf(copies map[string][]string, skip func(string) bool) *testCount {
 	c := countTests(copies, skip)
 	return &c
 }
 
-// once counts every test of a parsed log once.
-func once[S ~string](m map[string]S) map[string]int {
-	out := make(map[string]int, len(m))
+// once gives every test of a parsed log one copy, itself.
+func once[S ~string](m map[string]S) map[string][]string {
+	out := make(map[string][]string, len(m))
 	for k := range m {
-		out[k] = 1
+		out[k] = []string{k}
 	}
 	return out
 }

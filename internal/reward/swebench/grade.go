@@ -136,11 +136,11 @@ type Result struct {
 	Tests              TestsStatus
 	// Status is what the parser read from the log.
 	Status StatusMap
-	// Copies is how many result lines the test section holds for each
-	// test of Status (see Copies): more than one where several tests
-	// share a name (a docstring that django prints for the test of each
-	// class that inherits it).
-	Copies map[string]int
+	// Copies holds, for each test of Status, the labels of the result
+	// lines the test section files under it (see Copies): more than one
+	// where several tests share a name (a docstring that django prints
+	// for the test of each class that inherits it).
+	Copies map[string][]string
 	// Reason says in a few words why the result is what it is.
 	Reason string
 	// Unanchored says the test section of a log made elsewhere was cut at
