@@ -161,9 +161,10 @@ patch: <how>", unless the task's gold patch dies the same way on that image
 "tests" is how many tests the run produced results for (swebench, r2e,
 swesmith). A gold grade (--gold, validate) keeps its count per task and
 image content id under $SWERVE_CACHE_DIR/baseline; every later grade of
-the task on that image is held to it: fewer distinct tests, or fewer
-results under one test name (parameters aside), is a finding "fewer tests
-ran than the gold patch's run: N < M", and reward 0 under --tamper zero.
+the task on that image is held to it: a resolved run with fewer distinct
+tests, or fewer results under one test name (parameters aside), gets the
+finding "fewer tests ran than the gold patch's run: N < M", and reward 0
+under --tamper zero.
 "tests_baseline" says what the count was held to, or "unknown" when no
 gold run is known; --baseline runs the gold patch first when it is not.
 

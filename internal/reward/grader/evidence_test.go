@@ -155,6 +155,12 @@ func TestHoldToGold(t *testing.T) {
 		{"fewer, flag mode", Options{Tamper: "flag"}, fewer, 1, "resolved", 1},
 		{"fewer, ignore mode", Options{Tamper: "ignore"}, fewer, 1, "resolved", 0},
 	}
+	// A grade that is not resolved keeps its reason and gets no finding.
+	out = &Outcome{Reason: "FAIL_TO_PASS failed: x"}
+	holdToGold(box, tk, task.GraderSWEBench, Options{Baseline: b}, out, fewer)
+	if out.Reason != "FAIL_TO_PASS failed: x" || len(out.Tampered) != 0 {
+		t.Errorf("not resolved, fewer: %+v", out)
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			out := resolved()

@@ -461,14 +461,14 @@ func holdToGold(box sandbox.Sandbox, t *task.Task, g task.Grader, opts Options, 
 		return
 	}
 	why := fewerTests(c, gold)
-	if why == "" {
-		return
+	if why == "" || !out.Resolved {
+		return // a grade that is not resolved has nothing to lose
 	}
 	// A finding like the tamper defences' (kept beside the official
 	// verdict in tamper.ModeFlag), and in tamper.ModeZero a 0 with the
 	// comparison as its reason.
 	out.Tampered = append(out.Tampered, why)
-	if opts.Tamper.Zeroes() && out.Reward > 0 {
+	if opts.Tamper.Zeroes() {
 		out.Reward, out.Resolved, out.Reason = 0, false, why
 	}
 }
