@@ -38,17 +38,7 @@ func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Opt
 	if _, err := grader.Choose(t, opts.Force); err != nil {
 		return nil, err
 	}
-	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
-		box, backend, err := bf.open(ctx, *t, stderr)
-		if err != nil {
-			return nil, "", &openError{err}
-		}
-		workdir := bf.Workdir
-		if backend == "local" && workdir == "" {
-			workdir = "." // the copy of the repository is the box's directory
-		}
-		return box, workdir, nil
-	}
+	open := boxOpener(bf, stderr)
 	box, workdir, err := open(ctx, t)
 	if err != nil {
 		return nil, err
@@ -62,6 +52,22 @@ func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Opt
 		out, err = grader.Settle(ctx, err, t, opts, grader.SettleOptions{Open: open, Again: true})
 	}
 	return out, err
+}
+
+// boxOpener opens fresh boxes for a task as the box flags say, and says
+// where the repository is in them.
+func boxOpener(bf *boxFlags, stderr io.Writer) grader.Opener {
+	return func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		box, backend, err := bf.open(ctx, *t, stderr)
+		if err != nil {
+			return nil, "", &openError{err}
+		}
+		workdir := bf.Workdir
+		if backend == "local" && workdir == "" {
+			workdir = "." // the copy of the repository is the box's directory
+		}
+		return box, workdir, nil
+	}
 }
 
 // openError marks an error of gradeInBox as the box's that would not open.
@@ -93,6 +99,7 @@ func newGradeCmd() *cobra.Command {
 		logDir, reportDir  string
 		workers            int
 		strictMarkers      bool
+		learnGold          bool
 	)
 	var tamperMode string
 	cmd := &cobra.Command{
@@ -140,7 +147,7 @@ For one task stdout is a JSON object, the verdict first:
   {"instance_id", "reward", "resolved", "reason", "tampered": [findings],
    "tamper": mode (not for --log), "grader", "sealed", "anchored",
    "canaries", "canary_kind", "phases", "exit_code" (when a script ran),
-   "apply_failed", "timed_out",
+   "apply_failed", "timed_out", "tests", "tests_baseline",
    "report": the grader's own result, untouched (SWE-bench: report.json)}
 reward, resolved and reason are swerve's: under --tamper zero a finding
 makes them 0, false, "tampered: <what>", while "report" keeps the official
@@ -151,6 +158,16 @@ itself): that is no verdict. A box that dies while the patch's code runs (the
 eval script, the tests) is not that: it is reward 0, "box died under the
 patch: <how>", unless the task's gold patch dies the same way on that image
 (asked once per image, in a fresh box).
+
+"tests" is how many tests the run produced results for (swebench, r2e,
+swesmith). A gold grade (--gold, validate) keeps its count per task and
+image content id under $SWERVE_CACHE_DIR/baseline; every later grade of
+the task on that image is held to it: a resolved run with fewer distinct
+tests, or fewer results under one test name (parameters aside), gets the
+finding "fewer tests ran than the gold patch's run: N < M", and reward 0
+under --tamper zero.
+"tests_baseline" says what the count was held to, or "unknown" when no
+gold run is known; --baseline runs the gold patch first when it is not.
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,
@@ -250,6 +267,17 @@ count as unresolved.`,
 					}
 					opts.Patch = string(b)
 				}
+				if learnGold && !gold {
+					// The gold run's test count, which every grade is
+					// held to: one gold run per task and image, the first
+					// time (validate and --gold keep it too).
+					if err := grader.DefaultBaseline().LearnGold(cmd.Context(), &t, opts, boxOpener(&bf, cmd.ErrOrStderr())); err != nil {
+						if cmd.Context().Err() != nil {
+							return err
+						}
+						cmd.PrintErrf("swerve: %s: --baseline: %v\n", t.InstanceID, err)
+					}
+				}
 				if res, err = gradeInBox(cmd.Context(), &bf, &t, opts, cmd.ErrOrStderr()); err != nil {
 					if cmd.Context().Err() != nil {
 						return err
@@ -291,6 +319,7 @@ count as unresolved.`,
 	f.StringVar(&logPath, "log", "", "grade this eval log (no box needed)")
 	f.StringVar(&patchPath, "patch", "", "apply this diff in a fresh box and grade the run")
 	f.BoolVar(&gold, "gold", false, "grade the task's own fix (gold patch; a Harbor task's solution/solve.sh)")
+	f.BoolVar(&learnGold, "baseline", false, "before grading --patch, run the gold patch once per task and image if its test count is not yet known")
 	secondsVar(f, &timeout, "eval_timeout", reward.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
 	f.StringVar(&force, "reward", "", "grader to use instead of the task's: swebench, swefactory, r2e, swesmith, harbor")
 	f.StringVar(&saveLog, "save-log", "", "write the eval log here")
@@ -331,6 +360,11 @@ type verdict struct {
 	ExitCode    *int `json:"exit_code,omitempty"`
 	ApplyFailed bool `json:"apply_failed,omitempty"`
 	TimedOut    bool `json:"timed_out,omitempty"`
+	// Tests is how many tests the run produced results for, and
+	// TestsBaseline what that was held to (see grader.Outcome); absent
+	// for graders that count none.
+	Tests         *int   `json:"tests,omitempty"`
+	TestsBaseline string `json:"tests_baseline,omitempty"`
 	// Report is the grader's own result: the harness's report.json object
 	// for swebench (its "resolved" is the official verdict, findings or
 	// not), SWE-smith's report, the other graders' result objects.
@@ -347,6 +381,10 @@ func newVerdict(res *grader.Outcome, mode tamper.Mode) verdict {
 	if res.ExitCode >= 0 {
 		code := res.ExitCode
 		v.ExitCode = &code
+	}
+	if res.Tests > 0 || res.TestsBaseline != "" {
+		n := res.Tests
+		v.Tests, v.TestsBaseline = &n, res.TestsBaseline
 	}
 	if v.Tampered == nil {
 		v.Tampered = []string{}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
@@ -199,5 +200,36 @@ func TestGradeLogUnanchored(t *testing.T) {
 				t.Errorf("%s --strict-markers: %v, stderr %q; want exit 3 and one line naming the task", tc.layout, err, stderr)
 			}
 		}
+	}
+}
+
+// TestVerdictTests: the verdict carries the test count and what it was
+// held to when the grader counted tests, and neither when it did not.
+func TestVerdictTests(t *testing.T) {
+	tests := []struct {
+		name string
+		out  grader.Outcome
+		want string
+	}{
+		{"counted, compared", grader.Outcome{Tests: 4, TestsBaseline: "4 (gold run)"}, `"tests":4,"tests_baseline":"4 (gold run)"`},
+		{"counted, no gold run", grader.Outcome{Tests: 3, TestsBaseline: grader.TestsBaselineUnknown}, `"tests":3,"tests_baseline":"unknown"`},
+		{"a log", grader.Outcome{Tests: 7}, `"tests":7}`},
+		{"counted nothing", grader.Outcome{Tests: 0, TestsBaseline: grader.TestsBaselineUnknown}, `"tests":0,"tests_baseline":"unknown"`},
+		{"not counted", grader.Outcome{}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := json.Marshal(newVerdict(&tc.out, ""))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if strings.Contains(string(b), `"tests`) {
+					t.Errorf("verdict %s names tests", b)
+				}
+			} else if !strings.Contains(string(b), tc.want) {
+				t.Errorf("verdict %s, want it to hold %s", b, tc.want)
+			}
+		})
 	}
 }

@@ -419,7 +419,7 @@ func grade(ctx context.Context, t *task.Task, res *Result, g GradeOptions, box s
 		patch = "" // already applied in the agent's box
 		phase = PhaseGradeSame
 	}
-	opts := grader.Options{Force: g.Reward, Patch: patch, Gold: g.Gold, EvalTimeout: g.EvalTimeout, Workdir: workdir, Tamper: g.Tamper}
+	opts := grader.Options{Force: g.Reward, Patch: patch, Gold: g.Gold, EvalTimeout: g.EvalTimeout, Workdir: workdir, Tamper: g.Tamper, Baseline: g.Baseline}
 	out, err := gradeSafely(func() (*grader.Outcome, error) {
 		out, err := grader.Grade(ctx, box, t, opts)
 		if err != nil {

@@ -276,8 +276,8 @@ func TestCorpus(t *testing.T) {
 	}
 }
 
-// baseline keeps the reference runs of the corpus's tasks for the whole
-// run, in memory only.
+// baseline keeps the reference runs of the corpus's tasks (whether their
+// boxes die, their test counts) for the whole run, in memory only.
 var baseline = &grader.Baseline{}
 
 // grade runs one case on one task and checks its expectation.
@@ -299,7 +299,14 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	if slices.Contains(realTasks, key) {
 		timeout = 5 * time.Minute
 	}
-	opts := gradeOptions(grader.Options{Patch: readPatch(t, c.Patch), Gold: c.Gold, EvalTimeout: timeout, Workdir: "/testbed"})
+	opts := gradeOptions(grader.Options{Patch: readPatch(t, c.Patch), Gold: c.Gold, EvalTimeout: timeout, Workdir: "/testbed", Baseline: baseline})
+	if !c.Gold {
+		// Every grade is held to the gold run's test count: learn it
+		// first (once per task), as grade --baseline does.
+		if err := baseline.LearnGold(ctx, tk, opts, open); err != nil {
+			t.Logf("%s: no gold test count: %v", key, err)
+		}
+	}
 	begin := time.Now()
 	out, err := grader.Grade(ctx, box, tk, opts)
 	if err != nil {

@@ -84,14 +84,23 @@ type Outcome struct {
 	// ran as the grading user; for swefactory as for swebench) or
 	// "single phase: <why>".
 	Phases string `json:"phases,omitempty"`
-	// Evidence says whether the grader read the test output for evidence
-	// that the tests ran ("checked", or "not applied: <why>"); empty for
-	// graders that do not (yet) read it.
+	// Evidence says whether an exit-status grader (swefactory, harbor)
+	// read the test output for evidence that the tests ran ("checked", or
+	// "not applied: <why>"; harbor says how many tests passed); empty for
+	// graders whose verdict is the parsed log itself.
 	Evidence string `json:"evidence,omitempty"`
-	// TestResults is the number of test results the run's output holds,
-	// as the grader's parser read it; absent where none was read. A
-	// patch's count can be compared with the gold patch's.
-	TestResults *int `json:"test_results,omitempty"`
+	// Tests is how many distinct tests the run produced results for (the
+	// canaries left out), as the grader's parser read them: swebench,
+	// r2e and swesmith count the names in the parsed log, swefactory the
+	// results its evidence check read, harbor the tests that passed.
+	Tests int `json:"tests"`
+	// TestsBaseline says what Tests was held to: "<M> (gold run)" when
+	// the task's gold run on this image is known (a grade with fewer
+	// results, in all or under one test name, is reward 0 with the reason
+	// "fewer tests ran than the gold patch's run: N < M"), "gold run
+	// (kept)" for a gold grade, "unknown" (with why) when no gold run is
+	// known; empty when the grader counts no tests.
+	TestsBaseline string `json:"tests_baseline,omitempty"`
 }
 
 // FromImage names the grader an image implies, as upstream runtimes read
@@ -187,6 +196,7 @@ func GradeLogOpts(t *task.Task, force, log string, opts LogOptions) (*Outcome, e
 			return nil, err
 		}
 		out.fromSWEBench(r)
+		out.Tests = len(r.Status)
 		out.Anchored = !r.Unanchored
 	case task.GraderSWEFactory:
 		out.fromSWEFactory(swefactory.Evaluate(t, log))
@@ -196,12 +206,14 @@ func GradeLogOpts(t *task.Task, force, log string, opts LogOptions) (*Outcome, e
 			return nil, err
 		}
 		out.fromR2E(r)
+		out.Tests = len(r.Parsed)
 	case task.GraderSWESmith:
 		r, err := swesmith.Evaluate(t, log, swesmith.Options{})
 		if err != nil {
 			return nil, err
 		}
 		out.fromSWESmith(r)
+		out.Tests = len(r.Status)
 		out.Anchored = true // its test section is cut at bash's trace of the markers
 	case task.GraderHarbor:
 		return nil, fmt.Errorf("task %s: harbor grading reads the reward file tests/test.sh leaves in the box; a log alone cannot be graded (grade a patch instead)", t.InstanceID)
@@ -257,6 +269,9 @@ type Options struct {
 	// existed, and the tests of r2e and swesmith tasks as root
 	// (reward.RunAsGradingUser not used).
 	SinglePhase bool
+	// Baseline keeps the gold runs' test counts: a gold grade keeps its
+	// count there, every other grade is held to it. nil: DefaultBaseline.
+	Baseline *Baseline
 }
 
 // Grade applies the patch in box (fresh from the task's image, or the box
@@ -284,6 +299,9 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 	}
 	out := &Outcome{InstanceID: t.InstanceID, Grader: g}
 	var a reward.Attempt
+	// count is the run's test results as the grader read them; nil when
+	// the grader reads none.
+	var count *testCount
 	switch g {
 	case task.GraderSWEBench:
 		tk := t
@@ -311,6 +329,11 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWEBench(rr.Result)
+		skip := func(string) bool { return false }
+		if can != nil && can.Available() {
+			skip = canaryNames(can.MustFail, can.MustPass)
+		}
+		count = countOf(rr.Result.Copies, skip)
 		if can != nil && can.Available() {
 			out.Canaries = "not checked: no valid test run"
 			if rr.Result.Found {
@@ -344,7 +367,10 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWEFactory(rr.Result)
-		out.Evidence, out.TestResults = rr.Result.Evidence, rr.Result.TestResults
+		out.Evidence = rr.Result.Evidence
+		if rr.Result.TestResults != nil {
+			out.Tests = *rr.Result.TestResults
+		}
 		if can != nil && can.Available() {
 			// The canaries ran in a second run of the test command after
 			// the verdict's echo; a run that never got there lacks them.
@@ -363,6 +389,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromR2E(rr.Result)
+		count = countOf(once(rr.Result.Parsed), nil)
 		a = rr.Attempt
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
 		out.Phases = a.Phases
@@ -372,6 +399,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromSWESmith(rr.Result)
+		count = countOf(once(rr.Result.Status), nil)
 		a = rr.Attempt
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
 		out.Phases = a.Phases
@@ -382,6 +410,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			return nil, err
 		}
 		out.fromHarbor(rr.Result)
+		out.Evidence, out.Tests = rr.Result.Evidence, rr.Result.TestsPassed
 		a = rr.Attempt
 		out.Phases = a.Phases
 		out.Canaries, out.CanaryKind = rr.Canaries, rr.CanaryKind
@@ -416,6 +445,12 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Reason += fmt.Sprintf(" (and %d more)", n)
 		}
 	}
+	if count == nil && out.Tests > 0 {
+		count = &testCount{Total: out.Tests} // a grader that counts only a total
+	}
+	if count != nil && !a.ApplyFailed && !a.TimedOut {
+		holdToGold(box, t, g, opts, out, *count)
+	}
 	return out, nil
 }
 
@@ -435,6 +470,74 @@ func (o *Outcome) checkCanaries(can *tamper.Canaries, status swebench.StatusMap,
 	if ran {
 		o.Canaries = "checked"
 		o.Tampered = append(o.Tampered, can.Verify(status, resolved)...)
+	}
+}
+
+// countOf counts a parsed log's tests (see countTests).
+func countOf(copies map[string][]string, skip func(string) bool) *testCount {
+	c := countTests(copies, skip)
+	return &c
+}
+
+// once gives every test of a parsed log one copy, itself.
+func once[S ~string](m map[string]S) map[string][]string {
+	out := make(map[string][]string, len(m))
+	for k := range m {
+		out[k] = []string{k}
+	}
+	return out
+}
+
+// holdToGold keeps a gold grade's test count, or holds any other grade
+// to the gold run's: a grade whose run produced fewer results than the
+// gold patch's, in all or under one test name, has a finding saying so,
+// and in tamper.ModeZero is reward 0 (tamper.ModeIgnore compares nothing).
+// Counts are kept per task and image content id; a box that does not
+// name its image is not compared.
+func holdToGold(box sandbox.Sandbox, t *task.Task, g task.Grader, opts Options, out *Outcome, c testCount) {
+	out.Tests = c.Total
+	b := opts.Baseline
+	if b == nil {
+		b = DefaultBaseline()
+	}
+	imageID := ""
+	if ii, ok := box.(sandbox.ImageIdentity); ok {
+		imageID = ii.ImageID()
+	}
+	if imageID == "" {
+		out.TestsBaseline = TestsBaselineUnknown + ": the box does not name its image"
+		return
+	}
+	key := testsKey(t, g, imageID)
+	if opts.Gold {
+		out.TestsBaseline = TestsBaselineGold
+		// Only a gold run that resolved sets the bar.
+		if out.Resolved {
+			b.keepGoldTests(key, c)
+		} else {
+			out.TestsBaseline = "gold run (not kept: not resolved)"
+		}
+		return
+	}
+	gold, ok := b.goldTests(key)
+	if !ok {
+		out.TestsBaseline = TestsBaselineUnknown
+		return
+	}
+	out.TestsBaseline = fmt.Sprintf("%d (gold run)", gold.Total)
+	if opts.Tamper == tamper.ModeIgnore {
+		return
+	}
+	why := fewerTests(c, gold)
+	if why == "" || !out.Resolved {
+		return // a grade that is not resolved has nothing to lose
+	}
+	// A finding like the tamper defences' (kept beside the official
+	// verdict in tamper.ModeFlag), and in tamper.ModeZero a 0 with the
+	// comparison as its reason.
+	out.Tampered = append(out.Tampered, why)
+	if opts.Tamper.Zeroes() {
+		out.Reward, out.Resolved, out.Reason = 0, false, why
 	}
 }
 

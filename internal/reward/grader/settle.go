@@ -122,6 +122,8 @@ type Baseline struct {
 
 	mu  sync.Mutex
 	mem map[string]*baselineEntry
+	// tests holds the gold runs' test counts read or kept (evidence.go).
+	tests map[string]testCount
 }
 
 type baselineEntry struct {
@@ -203,6 +205,7 @@ func (b *Baseline) referenceDies(ctx context.Context, t *task.Task, opts Options
 		return a.Dies, a.What, nil
 	}
 	ref.Workdir = workdir
+	ref.Baseline = b // the reference run's test count is kept with its answer
 	_, gerr := Grade(ctx, box, t, ref)
 	var a baselineAnswer
 	if gerr != nil {

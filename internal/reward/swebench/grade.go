@@ -136,6 +136,11 @@ type Result struct {
 	Tests              TestsStatus
 	// Status is what the parser read from the log.
 	Status StatusMap
+	// Copies holds, for each test of Status, the labels of the result
+	// lines the test section files under it (see Copies): more than one
+	// where several tests share a name (a docstring that django prints
+	// for the test of each class that inherits it).
+	Copies map[string][]string
 	// Reason says in a few words why the result is what it is.
 	Reason string
 	// Unanchored says the test section of a log made elsewhere was cut at
@@ -205,6 +210,12 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	}
 	var sm StatusMap
 	var reason string
+	// parsed is the text the parser last read (the test section), in
+	// which Copies counts each test's result lines.
+	var parsed string
+	parser = func(p Parser) Parser {
+		return func(s string, t *task.Task) StatusMap { parsed = s; return p(s, t) }
+	}(parser)
 	if opts.Trace != nil {
 		sm, reason = statusFromSealedLog(t, parser, log, opts.Trace, opts.ExitCodeRecorded)
 		log = universalNewlines(log)
@@ -231,6 +242,7 @@ func Evaluate(t *task.Task, log string, opts Options) (*Result, error) {
 	}
 	r.Found = true
 	r.Status = sm
+	r.Copies = Copies(parsed, sm)
 	if !opts.StrictNames && (t.LogParser == "parse_log_django" || (t.LogParser == "" && t.Repo == "django/django")) {
 		sm = withUnittestAliases(sm)
 	}
