@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward/harbor"
 	"github.com/swerve-dev/swerve/internal/reward/swefactory"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -259,8 +259,8 @@ func expectedTests(t *task.Task) []byte {
 }
 
 var (
-	pytestRun = regexp.MustCompile(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
-	addedTest = regexp.MustCompile(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
+	pytestRun = lazyre.New(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
+	addedTest = lazyre.New(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
 )
 
 // solveScript is solution/solve.sh: the gold patch, inlined as a quoted

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/swerve-dev/swerve/internal/fsutil"
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/task"
 )
@@ -71,7 +72,7 @@ func countTests(copies map[string][]string, skip func(string) bool) testCount {
 
 // djangoName is a unittest-style name, "test_x (module.Class)", with
 // whatever django appends for a subtest after it.
-var djangoName = regexp.MustCompile(`^(\S+ \([^()\s]+\))`)
+var djangoName = lazyre.New(`^(\S+ \([^()\s]+\))`)
 
 // testGroup is a test's name without its parameters: pytest's "[…]" and
 // what follows a unittest name (a subtest's "(x=1)", a docstring).

@@ -5,10 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 )
 
@@ -37,10 +37,10 @@ type pytestFile struct {
 }
 
 var (
-	pytestWord = regexp.MustCompile(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
-	topTest    = regexp.MustCompile(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
-	testClass  = regexp.MustCompile(`^class\s+(Test\w*)\s*[(:]`)
-	methodTest = regexp.MustCompile(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
+	pytestWord = lazyre.New(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
+	topTest    = lazyre.New(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
+	testClass  = lazyre.New(`^class\s+(Test\w*)\s*[(:]`)
+	methodTest = lazyre.New(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
 )
 
 // Expected is tests/expected_tests.json: the runner whose result lines

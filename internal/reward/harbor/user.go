@@ -6,10 +6,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/reward/tamper"
@@ -37,12 +37,12 @@ type runAs struct {
 // runs as root. A test.sh that resets or patches the repository as
 // another user would fail to, and then test code the run did not mean.
 var rootNeeds = []struct {
-	re   *regexp.Regexp
+	re   *lazyre.Regexp
 	what string
 }{
-	{regexp.MustCompile(`(^|[\s;&|(])(apt-get|apt|apk|yum|dnf|microdnf|zypper|sudo)\s`), "needs root"},
-	{regexp.MustCompile(`\bgit(\s+-[cC]\s+\S+)*\s+(apply|checkout|reset|restore|stash|clean|am)\b|(^|[\s;&|(])patch\s`), "changes the repository"},
-	{regexp.MustCompile(`\bpip3?\s+install\b|\s-m\s+pip\s+install\b`), "installs Python packages"},
+	{lazyre.New(`(^|[\s;&|(])(apt-get|apt|apk|yum|dnf|microdnf|zypper|sudo)\s`), "needs root"},
+	{lazyre.New(`\bgit(\s+-[cC]\s+\S+)*\s+(apply|checkout|reset|restore|stash|clean|am)\b|(^|[\s;&|(])patch\s`), "changes the repository"},
+	{lazyre.New(`\bpip3?\s+install\b|\s-m\s+pip\s+install\b`), "installs Python packages"},
 }
 
 // rootNeed says which command of scripts needs root, or "".

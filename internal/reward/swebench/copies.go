@@ -1,8 +1,9 @@
 package swebench
 
 import (
-	"regexp"
 	"strings"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 )
 
 // pytestStatusWords start the result lines of pytest's -rA summary.
@@ -11,7 +12,7 @@ var pytestStatusWords = []string{"PASSED ", "FAILED ", "ERROR ", "SKIPPED ", "XF
 // unittestLabel is a line of verbose unittest output that names a test
 // whose result follows on the next line under its docstring:
 // "test_x (mod.Class.test_x)".
-var unittestLabel = regexp.MustCompile(`^\w+ \([\w.]+\)$`)
+var unittestLabel = lazyre.New(`^\w+ \([\w.]+\)$`)
 
 // Copies lists, for each test sm names, the result lines of section filed
 // under it, each as the label that ran it: a unittest-style "<name> ...
