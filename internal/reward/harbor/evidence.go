@@ -40,6 +40,7 @@ var (
 	pytestWord = lazyre.New(`(^|[\s/;&|(])(py\.test|pytest)($|[\s;&|)])`)
 	topTest    = lazyre.New(`^(?:async\s+)?def\s+(test\w*)\s*\(`)
 	testClass  = lazyre.New(`^class\s+(Test\w*)\s*[(:]`)
+	skipMark   = lazyre.New(`^@\s*(pytest\s*\.\s*mark\s*\.\s*(skip|skipif|xfail)|unittest\s*\.\s*(skip|skipIf|skipUnless|expectedFailure))\b`)
 	methodTest = lazyre.New(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
 )
 
@@ -169,6 +170,50 @@ func listTests(src string) []string {
 	return dedupe(out)
 }
 
+// markedToSkip lists the tests of src (named as listTests names them)
+// whose own decorators in the task's file say they may be skipped or may
+// fail (pytest's skip, skipif and xfail marks, unittest's skip
+// decorators): a SKIPPED or XFAIL result of one of them is what the task's
+// author asked for, not a sign that the tests did not run. The file is
+// root's and read-only while the tests run, so the patch cannot add one.
+func markedToSkip(src string) map[string]bool {
+	out := map[string]bool{}
+	lines := strings.Split(src, "\n")
+	class, marked := "", false
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		t := strings.TrimSpace(l)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if strings.HasPrefix(t, "@") {
+			marked = marked || skipMark.MatchString(t)
+			// A decorator's arguments may run over several lines.
+			for depth := strings.Count(t, "(") - strings.Count(t, ")"); depth > 0 && i+1 < len(lines); {
+				i++
+				depth += strings.Count(lines[i], "(") - strings.Count(lines[i], ")")
+			}
+			continue
+		}
+		top := l[0] != ' ' && l[0] != '\t'
+		switch {
+		case top && testClass.MatchString(l):
+			class = testClass.FindStringSubmatch(l)[1]
+		case top:
+			class = ""
+			if m := topTest.FindStringSubmatch(l); m != nil && marked {
+				out[m[1]] = true
+			}
+		case class != "":
+			if m := methodTest.FindStringSubmatch(l); m != nil && marked && indentOf(l) == methodIndent(src, class) {
+				out[class+"::"+m[1]] = true
+			}
+		}
+		marked = false
+	}
+	return out
+}
+
 func indentOf(l string) int { return len(l) - len(strings.TrimLeft(l, " \t")) }
 
 // methodIndent is the indentation of the first statement of class's body.
@@ -201,13 +246,15 @@ func dedupe(list []string) []string {
 // evidence is what the grader's own record says of the tests.
 type evidence struct {
 	// Tests is how many tests the files define; Passed how many of them
-	// have results, all PASSED.
-	Tests, Passed int
+	// have results, all PASSED; Skipped how many of them have results,
+	// all PASSED or (as their own skip or xfail marks allow) SKIPPED or
+	// XFAIL, not all PASSED.
+	Tests, Passed, Skipped int
 	// Missing and NotPassed name the others ("file::test").
 	Missing, NotPassed []string
 }
 
-func (e evidence) ok() bool { return e.Tests > 0 && e.Passed == e.Tests }
+func (e evidence) ok() bool { return e.Passed > 0 && e.Passed+e.Skipped == e.Tests }
 
 // why says in a few words what is wrong with e.
 func (e evidence) why() string {
@@ -216,6 +263,8 @@ func (e evidence) why() string {
 		return fmt.Sprintf("no record that the tests passed: %s did not pass%s", e.NotPassed[0], more(len(e.NotPassed)))
 	case len(e.Missing) > 0:
 		return fmt.Sprintf("no record that the tests ran: %s has no result in the test output%s", e.Missing[0], more(len(e.Missing)))
+	case e.Tests > 0 && e.Passed == 0:
+		return fmt.Sprintf("no record that a test passed: the %d tests were skipped", e.Tests)
 	}
 	return ""
 }
@@ -240,9 +289,10 @@ func checkEvidence(sm swebench.StatusMap, files []pytestFile) evidence {
 	}
 	sort.Strings(keys)
 	for _, f := range files {
+		maySkip := markedToSkip(f.Source)
 		for _, t := range f.Tests {
 			e.Tests++
-			found, passed := false, true
+			found, passed, skipped := false, true, false
 			for _, k := range keys {
 				file, name, ok := strings.Cut(k, "::")
 				if !ok || (file != f.Rel && !strings.HasSuffix(file, "/"+f.Rel)) {
@@ -252,13 +302,19 @@ func checkEvidence(sm swebench.StatusMap, files []pytestFile) evidence {
 					continue
 				}
 				found = true
-				if sm[k] != swebench.Passed {
+				switch st := sm[k]; {
+				case st == swebench.Passed:
+				case maySkip[t] && (st == swebench.Skipped || st == swebench.XFail):
+					skipped = true
+				default:
 					passed = false
 				}
 			}
 			switch {
 			case !found:
 				e.Missing = append(e.Missing, f.Rel+"::"+t)
+			case passed && skipped:
+				e.Skipped++
 			case !passed:
 				e.NotPassed = append(e.NotPassed, f.Rel+"::"+t)
 			default:

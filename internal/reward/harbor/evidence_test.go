@@ -62,6 +62,10 @@ func TestPytestFiles(t *testing.T) {
 // counts only when every test of the file has a result, all PASSED.
 func TestCheckEvidence(t *testing.T) {
 	files := []pytestFile{{Rel: "test_outputs.py", Tests: []string{"test_add", "test_mul", "TestX::test_p"}}}
+	// The same file, whose author marked test_add as one that may be
+	// skipped.
+	marked := []pytestFile{{Rel: "test_outputs.py", Tests: files[0].Tests,
+		Source: "import pytest\n\n@pytest.mark.skipif(\n    True,\n    reason=\"not here\",\n)\ndef test_add():\n    pass\n\ndef test_mul():\n    pass\n\nclass TestX:\n    def test_p(self):\n        pass\n"}}
 	passes := "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::test_mul\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\nPASSED ../tests/test_outputs.py::TestX::test_p[2]\n"
 	for _, tt := range []struct {
 		name, log string
@@ -76,13 +80,57 @@ func TestCheckEvidence(t *testing.T) {
 		{"skipped by the code under test", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1), 2, "test_add did not pass"},
 		{"another file's results", strings.ReplaceAll(passes, "test_outputs.py", "test_other.py"), 0, "has no result"},
 		{"a longer name is another test", strings.ReplaceAll(passes, "::test_add", "::test_add_big"), 2, "test_add has no result"},
+		{"skipped as its own mark allows", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1), 2, ""},
+		{"a marked test's skip does not excuse another", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_mul", "SKIPPED ../tests/test_outputs.py::test_mul", 1), 2, "test_mul did not pass"},
+		{"a marked test that fails", passes + "FAILED ../tests/test_outputs.py::test_add\n", 2, "test_add did not pass"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := checkEvidence(parsePytest(tt.log), files)
+			f := files
+			if strings.Contains(tt.name, "mark") {
+				f = marked
+			}
+			e := checkEvidence(parsePytest(tt.log), f)
 			if e.Passed != tt.passed || e.Tests != 3 || e.ok() != (tt.why == "") || !strings.Contains(e.why(), tt.why) {
 				t.Errorf("passed %d of %d, ok %v, why %q; want %d, %q", e.Passed, e.Tests, e.ok(), e.why(), tt.passed, tt.why)
 			}
 		})
+	}
+}
+
+// TestMarkedToSkip: only a test's own skip, skipif or xfail decorators
+// (over one line or several) let it be skipped.
+func TestMarkedToSkip(t *testing.T) {
+	src := `import pytest, unittest
+
+@pytest.mark.skipif(
+    sys.platform == "win32",
+    reason="posix only",
+)
+def test_a():
+    pass
+
+@pytest.fixture
+def test_b():
+    pass
+
+def test_c():
+    pytest.skip("at run time")
+
+class TestK:
+    @pytest.mark.xfail
+    def test_d(self):
+        pass
+
+    @unittest.skip("later")
+    def test_e(self):
+        pass
+
+    def test_f(self):
+        pass
+`
+	want := map[string]bool{"test_a": true, "TestK::test_d": true, "TestK::test_e": true}
+	if got := markedToSkip(src); !reflect.DeepEqual(got, want) {
+		t.Errorf("markedToSkip = %v, want %v", got, want)
 	}
 }
 
