@@ -268,15 +268,31 @@ type PhaseTime struct {
 var gitHardening = []string{"GIT_CONFIG_COUNT=2", "GIT_CONFIG_KEY_0=core.hooksPath", "GIT_CONFIG_VALUE_0=/dev/null",
 	"GIT_CONFIG_KEY_1=core.fsmonitor", "GIT_CONFIG_VALUE_1=false"}
 
+// PhaseOptions configure RunPhased.
+type PhaseOptions struct {
+	// Timeout bounds the script's phases together (the steps between
+	// them do not count); zero: DefaultEvalTimeout.
+	Timeout time.Duration
+	// RootLines are lines of the test part that run as root, each on its
+	// own (see splitPhases).
+	RootLines []string
+	// AfterRoot, when set, is a budget of its own for the part after the
+	// first root line (the grader's second run of the test command, for
+	// its canaries): the script's own part keeps Timeout, as the official
+	// harness gives it, and the grader's addition does not eat into it.
+	AfterRoot time.Duration
+}
+
 // RunPhased runs script in box in phases (see the comment at the top of
 // phases.go), its files in a new directory under scratch. When the script
 // is not in the shape splitPhases knows, or the box cannot run a command as
 // GradingUser, it returns nil and why, having run nothing.
-func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script string, timeout time.Duration, rootLines ...string) (*PhasedRun, string, error) {
+func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script string, opts PhaseOptions) (*PhasedRun, string, error) {
+	timeout := opts.Timeout
 	if timeout <= 0 {
 		timeout = DefaultEvalTimeout
 	}
-	plan, why := splitPhases(script, rootLines...)
+	plan, why := splitPhases(script, opts.RootLines...)
 	if plan == nil {
 		return nil, why, nil
 	}
@@ -455,6 +471,9 @@ func RunPhased(ctx context.Context, box sandbox.Sandbox, dir, scratch, script st
 		return p.out, "", err
 	}
 	if plan.rootStep != "" {
+		if opts.AfterRoot > 0 {
+			p.timeout, p.spent = opts.AfterRoot, p.out.Duration
+		}
 		if stop, err := p.phase(ctx, "root-step", state+plan.rootStep, "", gitHardening); err != nil || stop {
 			return p.out, "", err
 		}
@@ -472,7 +491,9 @@ type phaser struct {
 	box     sandbox.Sandbox
 	dir, pd string
 	timeout time.Duration
-	out     *PhasedRun
+	// spent is the script's time before the current budget began.
+	spent time.Duration
+	out   *PhasedRun
 }
 
 func (p *phaser) time(name string, since time.Time) {
@@ -484,7 +505,7 @@ func (p *phaser) time(name string, since time.Time) {
 func (p *phaser) phase(ctx context.Context, name, script, user string, env []string) (stop bool, err error) {
 	// The eval timeout is the script's: the steps between phases do not
 	// count against it.
-	left := p.timeout - p.out.Duration
+	left := p.timeout - (p.out.Duration - p.spent)
 	if left <= 0 {
 		left = time.Millisecond
 	}

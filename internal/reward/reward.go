@@ -290,6 +290,10 @@ type AttemptOptions struct {
 	// RootLines are lines of the test part of a phased run that run as
 	// root, each on its own (see splitPhases).
 	RootLines []string
+	// AfterRoot is the budget of a phased run's part after its first root
+	// line, on top of EvalTimeout (see PhaseOptions); a script that runs
+	// as one gets EvalTimeout+AfterRoot in all.
+	AfterRoot time.Duration
 }
 
 // Try applies the patch in box and runs the eval script, as every grader
@@ -308,7 +312,7 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 	}
 	var run *ScriptRun
 	if opts.Phased {
-		pr, why, err := RunPhased(ctx, box, dir, path.Dir(evalFile), opts.Script, opts.EvalTimeout, opts.RootLines...)
+		pr, why, err := RunPhased(ctx, box, dir, path.Dir(evalFile), opts.Script, PhaseOptions{Timeout: opts.EvalTimeout, RootLines: opts.RootLines, AfterRoot: opts.AfterRoot})
 		if err != nil {
 			return nil, fmt.Errorf("run eval script in phases: %w", diedUnder(err))
 		}
@@ -320,7 +324,14 @@ func Try(ctx context.Context, box sandbox.Sandbox, opts AttemptOptions) (*Attemp
 	}
 	if run == nil {
 		var err error
-		if run, err = RunScript(ctx, box, dir, evalFile, opts.Script, opts.EvalTimeout); err != nil {
+		timeout := opts.EvalTimeout
+		if opts.AfterRoot > 0 {
+			if timeout <= 0 {
+				timeout = DefaultEvalTimeout
+			}
+			timeout += opts.AfterRoot
+		}
+		if run, err = RunScript(ctx, box, dir, evalFile, opts.Script, timeout); err != nil {
 			return nil, fmt.Errorf("run eval script: %w", err)
 		}
 	}

@@ -170,7 +170,7 @@ func TestInstallLeftovers(t *testing.T) {
 			}
 			script := withInstall(harnessScript(tk.BaseCommit, tk.TestPatch, []string{"tests/test_add.py"}, check), tk.BaseCommit, c.install)
 			_, evalFile := reward.Paths(box)
-			pr, why, err := reward.RunPhased(ctx, box, "/testbed", path.Dir(evalFile), script, 5*time.Minute)
+			pr, why, err := reward.RunPhased(ctx, box, "/testbed", path.Dir(evalFile), script, reward.PhaseOptions{Timeout: 5 * time.Minute})
 			if err != nil || pr == nil {
 				t.Fatalf("RunPhased: %v %s", err, why)
 			}
@@ -190,6 +190,57 @@ func TestInstallLeftovers(t *testing.T) {
 				if !strings.Contains(pr.Log, "ls: cannot access '"+p+"': No such file or directory") {
 					t.Errorf("%s is still there when the tests run:\n%s", p, pr.Log)
 				}
+			}
+		})
+	}
+}
+
+// TestPhaseBudgets runs a SWE-Factory-shaped script whose test command
+// and the grader's second run after its root line (the canaries') each
+// take 3 s, with a 5 s eval timeout: with a budget of its own for the part
+// after the root line the script is not timed out (its own part kept the
+// row's timeout), and without one the two runs share the 5 s and it is.
+func TestPhaseBudgets(t *testing.T) {
+	if !testutil.DockerRequired() {
+		t.Skip("phased runs are checked on Docker: set SWERVE_DOCKER_TESTS=1")
+	}
+	ctx := context.Background()
+	if err := docker.Probe(ctx); err != nil {
+		testutil.SkipOrFail(t, "no container engine: %v", err)
+	}
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{RunID: "test-budgets", ShimPath: testutil.SwerveBinary(t)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk := buildCalcTasks(t, b)[CalcSWEFactory]
+	const rootLine = "true # the grader's own step"
+	script := factoryScript(tk.BaseCommit, tk.TestPatch, []string{"tests/test_ops.py"}, "sleep 3")
+	script = strings.Replace(script, "\"OMNIGRIL_EXIT_CODE=$rc\"\n", "\"OMNIGRIL_EXIT_CODE=$rc\"\n"+rootLine+"\nsleep 3\n", 1)
+	for _, c := range []struct {
+		name      string
+		afterRoot time.Duration
+		timedOut  bool
+	}{
+		{"own budget", 5 * time.Second, false},
+		{"shared budget", 0, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(context.WithoutCancel(ctx))
+			_, evalFile := reward.Paths(box)
+			pr, why, err := reward.RunPhased(ctx, box, "/testbed", path.Dir(evalFile), script,
+				reward.PhaseOptions{Timeout: 5 * time.Second, RootLines: []string{rootLine}, AfterRoot: c.afterRoot})
+			if err != nil || pr == nil {
+				t.Fatalf("RunPhased: %v %s", err, why)
+			}
+			if pr.TimedOut != c.timedOut {
+				t.Errorf("timed out %v, want %v\n%s", pr.TimedOut, c.timedOut, pr.Log)
+			}
+			if !c.timedOut && !strings.Contains(pr.Log, "OMNIGRIL_EXIT_CODE=0") {
+				t.Errorf("the script's own part did not end:\n%s", pr.Log)
 			}
 		})
 	}

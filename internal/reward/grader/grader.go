@@ -356,10 +356,6 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Canaries = can.Unavailable
 			if can.Available() {
 				out.CanaryKind = can.Kind()
-				// The test command runs twice: a gold run that fits the
-				// timeout once must not time out for the canaries.
-				timeout *= 2
-				ro.EvalTimeout = timeout
 			}
 		}
 		rr, err := swefactory.Run(ctx, box, t, ro)

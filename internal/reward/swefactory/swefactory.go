@@ -177,7 +177,14 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	ao := reward.AttemptOptions{Patch: opts.Patch, Script: script, EvalTimeout: opts.EvalTimeout, Workdir: opts.Workdir, Phased: !opts.SinglePhase}
 	if opts.Canary != "" {
+		// The canaries' run of the test command is the grader's, on top
+		// of the script's: it gets a budget of its own, and the script's
+		// part keeps the row's timeout.
 		ao.RootLines = []string{injectLine(opts.Canary)}
+		ao.AfterRoot = opts.EvalTimeout
+		if ao.AfterRoot <= 0 {
+			ao.AfterRoot = reward.DefaultEvalTimeout
+		}
 	}
 	a, err := reward.Try(ctx, box, ao)
 	if err != nil {
