@@ -194,8 +194,14 @@ func TestGradePredictions(t *testing.T) {
 	os.WriteFile(preds, b, 0o644)
 	logs, reports := filepath.Join(dir, "logs"), filepath.Join(dir, "reports")
 	args := []string{"grade", "--dataset", rows, "--predictions", preds, "--run_id", "r1", "--log_dir", logs, "--report_dir", reports, "--pull", "never"}
-	if _, stderr, err := execTasksCLI(t, args...); err != nil {
+	// --baseline learns each graded task's gold test count first, once.
+	cache := t.TempDir()
+	t.Setenv("SWERVE_CACHE_DIR", cache)
+	if _, stderr, err := execTasksCLI(t, append(args, "--baseline")...); err != nil {
 		t.Fatalf("grade --predictions: %v\n%s", err, stderr)
+	}
+	if kept, _ := filepath.Glob(filepath.Join(cache, "baseline", "tests-*.json")); len(kept) != 2 {
+		t.Errorf("--baseline kept %d gold test counts, want 2 (16901, 17087): %q", len(kept), kept)
 	}
 	var sum runSummary
 	if err := readJSONFile(filepath.Join(reports, "org__m.r1.json"), &sum); err != nil {

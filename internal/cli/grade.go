@@ -160,14 +160,16 @@ patch: <how>", unless the task's gold patch dies the same way on that image
 (asked once per image, in a fresh box).
 
 "tests" is how many tests the run produced results for (swebench, r2e,
-swesmith). A gold grade (--gold, validate) keeps its count per task and
+swesmith; for swefactory the results its evidence check read, for harbor
+the tests that passed). A gold grade (--gold, validate) keeps its count per task and
 image content id under $SWERVE_CACHE_DIR/baseline; every later grade of
 the task on that image is held to it: a resolved run with fewer distinct
 tests, or fewer results under one test name (parameters aside), gets the
 finding "fewer tests ran than the gold patch's run: N < M", and reward 0
 under --tamper zero.
 "tests_baseline" says what the count was held to, or "unknown" when no
-gold run is known; --baseline runs the gold patch first when it is not.
+gold run is known; --baseline (with --patch or --predictions) runs the
+gold patch first when it is not.
 
 With --predictions it grades a SWE-bench predictions file (JSONL, a JSON
 list, or a JSON object keyed by instance_id; fields instance_id,
@@ -225,7 +227,7 @@ count as unresolved.`,
 						return err
 					}
 				}
-				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir, mode)
+				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir, mode, learnGold)
 			}
 			modes := 0
 			for _, on := range []bool{logPath != "", patchPath != "", gold} {
@@ -319,7 +321,7 @@ count as unresolved.`,
 	f.StringVar(&logPath, "log", "", "grade this eval log (no box needed)")
 	f.StringVar(&patchPath, "patch", "", "apply this diff in a fresh box and grade the run")
 	f.BoolVar(&gold, "gold", false, "grade the task's own fix (gold patch; a Harbor task's solution/solve.sh)")
-	f.BoolVar(&learnGold, "baseline", false, "before grading --patch, run the gold patch once per task and image if its test count is not yet known")
+	f.BoolVar(&learnGold, "baseline", false, "before grading --patch or --predictions, run the gold patch once per task and image if its test count is not yet known")
 	secondsVar(f, &timeout, "eval_timeout", reward.DefaultEvalTimeout, "kill the eval script (and all it started) after this long")
 	f.StringVar(&force, "reward", "", "grader to use instead of the task's: swebench, swefactory, r2e, swesmith, harbor")
 	f.StringVar(&saveLog, "save-log", "", "write the eval log here")

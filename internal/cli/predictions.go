@@ -146,7 +146,7 @@ type runSummary struct {
 
 // gradePredictions grades every prediction for a task of the dataset and
 // writes the harness's files.
-func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string, mode tamper.Mode) error {
+func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]prediction, bf *boxFlags, force string, timeout time.Duration, workers int, runID, logDir, reportDir string, mode tamper.Mode, learnGold bool) error {
 	ctx := cmd.Context()
 	stderr := &lockedWriter{w: cmd.ErrOrStderr()}
 	instDir := func(p prediction) string {
@@ -173,7 +173,18 @@ func gradePredictions(cmd *cobra.Command, tasks []task.Task, preds map[string]pr
 			if err := fsutil.WriteFileAtomic(filepath.Join(dir, "patch.diff"), []byte(*p.Patch), false); err != nil {
 				return err
 			}
-			rr, err := gradeInBox(ctx, bf, t, grader.Options{Force: force, Patch: *p.Patch, EvalTimeout: timeout, Tamper: mode}, stderr)
+			opts := grader.Options{Force: force, Patch: *p.Patch, EvalTimeout: timeout, Tamper: mode}
+			if learnGold {
+				// As grade --baseline: the gold run's test count first,
+				// once per task and image.
+				if err := grader.DefaultBaseline().LearnGold(ctx, t, opts, boxOpener(bf, stderr)); err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					fmt.Fprintf(stderr, "%s: --baseline: %v\n", t.InstanceID, err)
+				}
+			}
+			rr, err := gradeInBox(ctx, bf, t, opts, stderr)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
