@@ -139,19 +139,26 @@ type baselineAnswer struct {
 }
 
 var (
-	defaultBaselineOnce sync.Once
-	defaultBaseline     *Baseline
+	defaultBaselinesMu sync.Mutex
+	defaultBaselines   = map[string]*Baseline{}
 )
 
-// DefaultBaseline is the process's Baseline. Its answers go on disk under
-// $SWERVE_CACHE_DIR/baseline, else the user's cache directory
+// DefaultBaseline is the process's Baseline for the cache directory in
+// force when it is called (one per directory: a test, or a caller, that
+// points SWERVE_CACHE_DIR elsewhere gets its own). Its answers go on disk
+// under $SWERVE_CACHE_DIR/baseline, else the user's cache directory
 // (~/.cache/swerve/baseline on Linux); SWERVE_CACHE_DIR=off keeps them in
 // memory only.
 func DefaultBaseline() *Baseline {
-	defaultBaselineOnce.Do(func() {
-		defaultBaseline = &Baseline{Dir: cacheDir()}
-	})
-	return defaultBaseline
+	dir := cacheDir()
+	defaultBaselinesMu.Lock()
+	defer defaultBaselinesMu.Unlock()
+	b := defaultBaselines[dir]
+	if b == nil {
+		b = &Baseline{Dir: dir}
+		defaultBaselines[dir] = b
+	}
+	return b
 }
 
 func cacheDir() string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/reward"
@@ -73,5 +74,26 @@ func TestSettleOtherErrors(t *testing.T) {
 	out, err := Settle(context.Background(), died, tk, Options{}, SettleOptions{Open: open, Baseline: &Baseline{}})
 	if out != nil || !errors.Is(err, sandbox.ErrClosed) || opened != 1 {
 		t.Errorf("Settle = %v, %v (opened %d); want an error that is still the box's", out, err, opened)
+	}
+}
+
+// TestDefaultBaselinePerDir: the default baseline follows SWERVE_CACHE_DIR
+// as it is when asked, one per directory, so that a caller (or a test)
+// pointing it elsewhere after an earlier grade does not write into the
+// earlier directory.
+func TestDefaultBaselinePerDir(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	t.Setenv("SWERVE_CACHE_DIR", a)
+	first := DefaultBaseline()
+	if first.Dir != filepath.Join(a, "baseline") || DefaultBaseline() != first {
+		t.Fatalf("dir %q, want %q, one baseline per directory", first.Dir, filepath.Join(a, "baseline"))
+	}
+	t.Setenv("SWERVE_CACHE_DIR", b)
+	if got := DefaultBaseline(); got.Dir != filepath.Join(b, "baseline") {
+		t.Errorf("after SWERVE_CACHE_DIR changed: dir %q, want %q", got.Dir, filepath.Join(b, "baseline"))
+	}
+	t.Setenv("SWERVE_CACHE_DIR", "off")
+	if got := DefaultBaseline(); got.Dir != "" {
+		t.Errorf("SWERVE_CACHE_DIR=off: dir %q, want none", got.Dir)
 	}
 }
