@@ -8,7 +8,9 @@
 # envd is not on the Go module proxy, so it needs its source:
 #   SWERVE_ENVD_SRC  a checkout of e2b-dev/infra (the directory holding
 #                    packages/envd), or its git directory; default: the
-#                    mirror at /work/.mirror/e2b-dev+infra/repo when present.
+#                    unmodified copy of the parts envd needs in
+#                    $SWERVE_SHARED/src/e2b-infra (SWERVE_SHARED defaults to
+#                    ../shared beside the repository).
 # envd's module replaces packages/shared with ../shared, whose go.mod pulls
 # hundreds of modules; envd uses four small packages of it (filesystem, id,
 # keys, smap; of id only id.go, as object.go needs a module the proxy
@@ -17,7 +19,8 @@
 # It exits 2, with one line on stderr, when no source is reachable.
 set -euo pipefail
 CACHE=${SWERVE_CI_CACHE:-$HOME/.cache/swerve-ci}
-SRC=${SWERVE_ENVD_SRC:-/work/.mirror/e2b-dev+infra/repo}
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+SRC=${SWERVE_ENVD_SRC:-${SWERVE_SHARED:-$repo/../shared}/src/e2b-infra}
 if [ ! -e "$SRC" ]; then
   echo "envd source not found at $SRC (set SWERVE_ENVD_SRC to a checkout of e2b-dev/infra)" >&2
   exit 2

@@ -6,8 +6,8 @@
 #   # -> export SWERVE_E2B_TESTS=1 SWERVE_ENVD_BINARY=~/.cache/swerve-ci/envd-<version>-<commit>/envd
 #
 # envd is not on the Go module proxy, and CI reaches only the proxy, Debian
-# and npm: where no envd source is reachable (SWERVE_ENVD_SRC, or the
-# mirror of e2b-dev/infra), it prints one line on stderr saying so and
+# and npm: where no envd source is reachable (SWERVE_ENVD_SRC, or the copy
+# in $SWERVE_SHARED/src/e2b-infra), it prints one line on stderr saying so and
 # exports nothing, and those tests skip with that reason. The e2b tests that
 # need no envd (the client against httptest fakes) always run.
 set -uo pipefail
