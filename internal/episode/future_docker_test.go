@@ -68,11 +68,11 @@ const fixedCalc = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\
 
 const leakTestPatch = "diff --git a/tests/test_add.py b/tests/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_add.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n"
 
-// TestFutureLeaksDocker: a policy that mines git for the fix gets reward 0
-// on every image that holds it, because the box it gets holds nothing past
-// the base commit, and the proof in the result says so; the gold patch
-// still gets 1.
-func TestFutureLeaksDocker(t *testing.T) {
+// futureBackend is the Docker backend the future-leak tests open boxes
+// with (run id prefix runID), and the scaffold their policies drive; it
+// skips without Docker or the test base image.
+func futureBackend(t *testing.T, runID string) (*docker.Backend, *agent.Scaffold) {
+	t.Helper()
 	if !testutil.DockerRequired() {
 		t.Skip("Docker tests need SWERVE_DOCKER_TESTS=1")
 	}
@@ -80,7 +80,7 @@ func TestFutureLeaksDocker(t *testing.T) {
 	if err := docker.Probe(ctx); err != nil {
 		testutil.SkipOrFail(t, "no container engine: %v", err)
 	}
-	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-future-%d", os.Getpid())}})
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("%s-%d", runID, os.Getpid())}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,6 +91,16 @@ func TestFutureLeaksDocker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b, mini
+}
+
+// TestFutureLeaksDocker: a policy that mines git for the fix gets reward 0
+// on every image that holds it, because the box it gets holds nothing past
+// the base commit, and the proof in the result says so; the gold patch
+// still gets 1.
+func TestFutureLeaksDocker(t *testing.T) {
+	ctx := context.Background()
+	b, mini := futureBackend(t, "test-future")
 	for _, leak := range leaks {
 		t.Run(leak.name, func(t *testing.T) {
 			image := "swerve-test-future-" + leak.name + ":latest"
@@ -174,24 +184,8 @@ func TestFutureLeaksDocker(t *testing.T) {
 // the task and the HEAD found; an image with HEAD at the base commit but a
 // wheel in pip's cache holding the fixed file is flagged by the audit.
 func TestFutureHeadAndCopiesDocker(t *testing.T) {
-	if !testutil.DockerRequired() {
-		t.Skip("Docker tests need SWERVE_DOCKER_TESTS=1")
-	}
 	ctx := context.Background()
-	if err := docker.Probe(ctx); err != nil {
-		testutil.SkipOrFail(t, "no container engine: %v", err)
-	}
-	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-future-head-%d", os.Getpid())}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ok, _ := b.ImageExists(ctx, testutil.TestImage()); !ok {
-		testutil.SkipOrFail(t, "test image %s missing (build it with scripts/test-image.sh)", testutil.TestImage())
-	}
-	mini, err := agent.Lookup("mini_swe_agent")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, mini := futureBackend(t, "test-future-head")
 	const wheel = `git show fix:calc.py > /tmp/calc.py && mkdir -p /root/.cache/pip/wheels/ab/cd && cd /tmp && python3 -c "import zipfile; z = zipfile.ZipFile('/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl', 'w'); z.write('calc.py'); z.close()" && rm /tmp/calc.py && cd /testbed`
 	cases := []struct{ name, plant string }{
 		{"head at the fix", ""}, // below
