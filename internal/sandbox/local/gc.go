@@ -50,6 +50,9 @@ func Leftovers(_ context.Context, tempDir string, all bool) ([]Leftover, error) 
 					l.RunID = v
 				}
 			}
+			if l.OwnerPID == 0 { // unreadable or cut short: as if absent
+				l.OwnerPID, l.Unclaimed = namePID(d), true
+			}
 		}
 		if !all && sandbox.ProcessAlive(l.OwnerPID) {
 			continue // its owner still runs

@@ -82,7 +82,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		}
 	}()
 	owner := fmt.Sprintf("pid=%d\nrun=%s\n", os.Getpid(), b.runID)
-	if err := os.WriteFile(filepath.Join(root, ".owner"), []byte(owner), 0o644); err != nil {
+	// Written whole or not at all: a run killed mid-write must not leave
+	// an empty .owner that names no run.
+	if err := fsutil.WriteFileAtomic(filepath.Join(root, ".owner"), []byte(owner), false); err != nil {
 		return nil, fmt.Errorf("local: %w", err)
 	}
 	work := filepath.Join(root, "work")

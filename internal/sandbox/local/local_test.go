@@ -108,20 +108,31 @@ func TestLeftoversOfDeadOwner(t *testing.T) {
 }
 
 // TestLeftoversKilledBeforeOwner: an owner killed between making the
-// directory and writing .owner leaves a directory gc still finds, by the
-// pid in its name; one whose owner lives is not listed.
+// directory and writing .owner (or with .owner cut short, as older
+// versions could leave it) leaves a directory gc still finds, by the pid
+// in its name; one whose owner lives is not listed.
 func TestLeftoversKilledBeforeOwner(t *testing.T) {
-	dir := t.TempDir()
-	dead := filepath.Join(dir, dirPrefix+"4194305-123")
-	alive := filepath.Join(dir, dirPrefix+strconv.Itoa(os.Getpid())+"-456")
-	for _, d := range []string{dead, alive} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	left, err := Leftovers(context.Background(), dir, false)
-	if err != nil || len(left) != 1 || left[0].Dir != dead || !left[0].Unclaimed || left[0].OwnerPID != 4194305 {
-		t.Fatalf("Leftovers = %+v, %v; want only the dead owner's directory, unclaimed", left, err)
+	for _, owner := range []string{"", "empty", "garbage"} {
+		t.Run("owner="+owner, func(t *testing.T) {
+			dir := t.TempDir()
+			dead := filepath.Join(dir, dirPrefix+"4194305-123")
+			alive := filepath.Join(dir, dirPrefix+strconv.Itoa(os.Getpid())+"-456")
+			for _, d := range []string{dead, alive} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			switch owner {
+			case "empty":
+				os.WriteFile(filepath.Join(dead, ".owner"), nil, 0o644)
+			case "garbage":
+				os.WriteFile(filepath.Join(dead, ".owner"), []byte("pi"), 0o644)
+			}
+			left, err := Leftovers(context.Background(), dir, false)
+			if err != nil || len(left) != 1 || left[0].Dir != dead || !left[0].Unclaimed || left[0].OwnerPID != 4194305 {
+				t.Fatalf("Leftovers = %+v, %v; want only the dead owner's directory, unclaimed", left, err)
+			}
+		})
 	}
 }
 
