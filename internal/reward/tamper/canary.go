@@ -150,13 +150,17 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 	}
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	taken := takenNames(t)
-	if fw == frameworkGo {
-		// No fixed templates: a test file of a package that does not
-		// compile takes the package's every test down.
+	if fw == frameworkGo || fw == frameworkRust {
+		// No fixed templates: a test file of a package (crate) that does
+		// not compile takes the package's every test down.
 		if src == nil {
 			return &Canaries{Unavailable: "not available: no test file could be read"}
 		}
-		c, why := safePlanGo(t, cmd, src, rng, taken)
+		plan := safePlanGo
+		if fw == frameworkRust {
+			plan = safePlanRust
+		}
+		c, why := plan(t, cmd, src, rng, taken)
 		if c == nil {
 			return &Canaries{Unavailable: "not available: " + why}
 		}
@@ -674,7 +678,7 @@ func canaryBody(rng *rand.Rand, name string, method, pass bool) string {
 // mutant goes before its original or a definition after it, as it is
 // (template canaries take the indentation of the place they go to).
 func (c *Canaries) Injector() []byte {
-	if c.framework == frameworkGo {
+	if c.content != "" {
 		return goInjector(c.File, c.content, rand.New(rand.NewPCG(c.seed, 1)))
 	}
 	var bs [][3]any
@@ -776,7 +780,7 @@ func (c *Canaries) InjectLine(injectorPath string) string {
 
 // Python reports whether the canaries' injector is a Python program (and
 // so needs a Python in the box).
-func (c *Canaries) Python() bool { return c.framework != frameworkGo }
+func (c *Canaries) Python() bool { return c.content == "" }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 

@@ -164,6 +164,9 @@ func mirrorSource(tk *task.Task, gitDir string) Source {
 	return func(f string) (string, bool) {
 		base := ""
 		if !CreatedBy(tk.TestPatch, f) {
+			if gitDir == "" {
+				return "", false
+			}
 			out, err := exec.Command("git", "--git-dir", gitDir, "show", tk.BaseCommit+":"+f).Output()
 			if err != nil {
 				return "", false
