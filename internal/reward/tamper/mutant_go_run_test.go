@@ -46,14 +46,15 @@ func init() {
 }
 `
 
-// TestGoCanariesRun runs real Multilingual rows with the host's go
-// toolchain (SWERVE_GO_CANARY_RUN=1, SWERVE_GIT_MIRRORS as for
+// TestGoCanariesRun runs real Multilingual rows (go test and cargo test)
+// with the host's toolchain (SWERVE_GO_CANARY_RUN=1, SWERVE_GIT_MIRRORS as for
 // TestGoCanariesMultilingual; SWERVE_GO_CANARY_ROWS, a regular expression
 // of instance ids, picks the rows, gin's by default): the repository at
 // the base commit with the gold patch and the test patch, the test file
 // replaced by the injector's, the row's test command. The must-fail copy
 // must fail, the must-pass copy pass, the listed tests keep the results
-// they have without canaries, and Verify finds nothing. Then the forgery
+// they have without canaries, and Verify finds nothing (rows whose gold
+// patch does not resolve on the host are skipped). Then, for Go, the forgery
 // above instead of the gold patch: the harness's rule resolves it, and
 // Verify rejects it.
 func TestGoCanariesRun(t *testing.T) {
@@ -65,17 +66,17 @@ func TestGoCanariesRun(t *testing.T) {
 	if os.Getenv("SWERVE_GO_CANARY_ROWS") == "" {
 		rows = regexp.MustCompile(`^gin-gonic__`)
 	}
-	parse, err := swebench.LookupParser("parse_log_gotest")
-	if err != nil {
-		t.Fatal(err)
-	}
 	tasks := loadShared(t, "multilingual-test")
 	for i := range tasks {
 		tk := &tasks[i]
-		if tk.LogParser != "parse_log_gotest" || !rows.MatchString(tk.InstanceID) {
+		if (tk.LogParser != "parse_log_gotest" && tk.LogParser != "parse_log_cargo") || !rows.MatchString(tk.InstanceID) {
 			continue
 		}
-		gitDir := filepath.Join(mirrors, strings.ReplaceAll(tk.Repo, "/", "+"), "repo")
+		parse, err := swebench.LookupParser(tk.LogParser)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gitDir := mirrorDir(mirrors, tk.Repo)
 		t.Run(tk.InstanceID, func(t *testing.T) {
 			c := PlanCanariesSeeded(tk, mirrorSource(tk, gitDir), uint64(i), 11)
 			if !c.Available() {
@@ -103,6 +104,9 @@ func TestGoCanariesRun(t *testing.T) {
 				return parse(out, tk)
 			}
 			plain := run(tk.Patch, false)
+			if !listedPass(tk, plain) {
+				t.Skip("the gold patch does not resolve with the host's toolchain")
+			}
 			with := run(tk.Patch, true)
 			resolved := listedPass(tk, with)
 			t.Logf("mutants of %s: %s=%s %s=%s; resolved without canaries %v, with %v", c.Original, c.MustFail, with[c.MustFail], c.MustPass, with[c.MustPass], listedPass(tk, plain), resolved)
@@ -116,6 +120,9 @@ func TestGoCanariesRun(t *testing.T) {
 			}
 			if got := c.Verify(with, resolved); len(got) != 0 {
 				t.Errorf("gold patch: Verify found %v", got)
+			}
+			if tk.LogParser != "parse_log_gotest" {
+				return
 			}
 			// The forgery, in the package of the mutated test's file.
 			pkg := goPackageName(c.content)
