@@ -620,7 +620,7 @@ func rsCopy(text string, f rsFn, name string, m *goEdit) string {
 }
 
 // rsInsert puts each block right before or right after its original (in
-// its module, at its indentation), at random.
+// its module), at random.
 func rsInsert(rng *rand.Rand, text string, origs []rsFn, blocks []string) string {
 	type ins struct {
 		at   int
@@ -628,13 +628,13 @@ func rsInsert(rng *rand.Rand, text string, origs []rsFn, blocks []string) string
 	}
 	var picks []ins
 	for i, f := range origs {
-		indent := text[f.start:]
-		indent = indent[:len(indent)-len(strings.TrimLeft(indent, " \t"))]
+		// A block starts with its first line's indentation and f.start is
+		// the start of a line.
 		b := blocks[i]
 		if rng.IntN(2) == 0 {
-			picks = append(picks, ins{f.start, b + "\n\n" + indent})
+			picks = append(picks, ins{f.start, b + "\n\n"})
 		} else {
-			picks = append(picks, ins{f.end + 1, "\n\n" + indent + b})
+			picks = append(picks, ins{f.end + 1, "\n\n" + b})
 		}
 	}
 	if picks[0].at < picks[1].at {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swerve-dev/swerve/internal/task"
 )
 
 func TestCargoFilters(t *testing.T) {
@@ -216,4 +218,92 @@ func mirrorDir(dir, repo string) string {
 		}
 	}
 	return ""
+}
+
+// TestRustCanariesPlan plans canaries on the sample: the file gains the
+// two copies and is otherwise unchanged, the names are new and contain the
+// command's filter, the must-fail copy is changed.
+func TestRustCanariesPlan(t *testing.T) {
+	tk := &task.Task{
+		InstanceID: "demo__demo-2", LogParser: "parse_log_cargo",
+		EvalScript: "#!/bin/bash\n: '>>>>> Start Test Output'\n(cargo test --lib tests::) | cat\n: '>>>>> End Test Output'\n",
+		TestPatch:  newFileDiffForTest("src/lib.rs", rsSample),
+		FailToPass: []string{"tests::render_label"}, PassToPass: []string{"tests::reads_all", "parses_empty"},
+	}
+	src := func(f string) (string, bool) { return rsSample, f == "src/lib.rs" }
+	for seed := range uint64(30) {
+		c := PlanCanariesSeeded(tk, src, seed, 5)
+		if !c.Available() {
+			t.Fatalf("seed %d: %s", seed, c.Unavailable)
+		}
+		if c.Original != "tests::render_label" || c.Python() {
+			t.Fatalf("seed %d: mutants of %s (python injector %v)", seed, c.Original, c.Python())
+		}
+		fail, pass := rsBlockOf(t, c.content, c.MustFail), rsBlockOf(t, c.content, c.MustPass)
+		rest := strings.Replace(strings.Replace(c.content, fail+"\n\n", "", 1), pass+"\n\n", "", 1)
+		rest = strings.Replace(strings.Replace(rest, "\n\n"+fail, "", 1), "\n\n"+pass, "", 1)
+		if rest != rsSample {
+			t.Fatalf("seed %d: the file changed beyond the two copies:\n%s", seed, c.content)
+		}
+		if strings.Contains(fail, `"label")`) || !strings.Contains(pass, "fn "+c.MustPass+"()") {
+			t.Fatalf("seed %d: copies:\n%s\n%s", seed, fail, pass)
+		}
+		if !strings.Contains("tests::"+c.MustFail, "tests::") || strings.Contains(rsSample, c.MustFail) || strings.Contains(rsSample, c.MustPass) {
+			t.Fatalf("seed %d: names %s %s", seed, c.MustFail, c.MustPass)
+		}
+		inj := string(c.Injector())
+		if !strings.HasPrefix(inj, "cat > 'src/lib.rs' <<'EOF_") || !strings.Contains(inj, c.content) {
+			t.Fatalf("seed %d: injector %q", seed, inj[:min(len(inj), 80)])
+		}
+	}
+}
+
+// rsBlockOf is the copy named name in content (its attributes to its
+// closing brace).
+func rsBlockOf(t *testing.T, content, name string) string {
+	t.Helper()
+	fns, ok := rsTests(content)
+	if !ok {
+		t.Fatal("content not read")
+	}
+	for _, f := range fns {
+		if f.name == name {
+			return content[f.start : f.end+1]
+		}
+	}
+	t.Fatalf("no test %s in:\n%s", name, content)
+	return ""
+}
+
+// TestShellInjectorWrites runs the shell injector with /bin/sh: it
+// writes the planned file byte for byte, whatever the file holds
+// (quotes, backslashes, dollars, a line like a here-document's end).
+func TestShellInjectorWrites(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh")
+	}
+	for _, content := range []string{rsSample, "a $HOME `x` \\n 'q' \"d\"\nEOF\nEOF_0000000000000001\n", "no final newline"} {
+		dir := t.TempDir()
+		c := &Canaries{File: "src/lib.rs", content: content, seed: 1, framework: frameworkRust}
+		if err := os.MkdirAll(filepath.Join(dir, "src"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "inj"), c.Injector(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(sh, "inj")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "src/lib.rs"))
+		want := content
+		if !strings.HasSuffix(want, "\n") {
+			want += "\n"
+		}
+		if err != nil || string(got) != want {
+			t.Errorf("wrote %q, want %q (%v)", got, want, err)
+		}
+	}
 }
