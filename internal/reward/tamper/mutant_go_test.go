@@ -396,3 +396,40 @@ func TestGoCanariesMultilingual(t *testing.T) {
 		t.Errorf("%d parse_log_gotest rows, want 42", rows)
 	}
 }
+
+// TestGoCanariesForgedLog grades two real go test logs of gin-4003 (made
+// by TestGoCanariesRun on the host, temporary paths replaced by
+// /testbed): the gold patch with the canaries in, and a patch that fixes
+// nothing but turns the test binary's "--- FAIL" lines into "--- PASS".
+// The harness's rule resolves both; without canaries (what every go row
+// had before: "not available for parse_log_gotest") nothing is found;
+// the canaries pass the gold run and reject the forged one.
+func TestGoCanariesForgedLog(t *testing.T) {
+	tk := &task.Task{InstanceID: "gin-gonic__gin-4003", LogParser: "parse_log_gotest", FailToPass: []string{"TestMethodNotAllowedNoRoute"}}
+	parse, err := swebench.LookupParser(tk.LogParser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	can := &Canaries{framework: frameworkGo, File: "gin_test.go", Original: "TestMethodNotAllowedNoRoute",
+		MustFail: "TestMethodNotAllowedNoRouteFrom", MustPass: "TestMethodNotAllowedNoRouteLoad"}
+	none := &Canaries{Unavailable: "not available for parse_log_gotest"}
+	for _, tc := range []struct {
+		log      string
+		findings int
+	}{{"gin-4003.gold.log", 0}, {"gin-4003.forged.log", 1}} {
+		b, err := os.ReadFile(filepath.Join("testdata", "canary", "go", tc.log))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sm := parse(string(b), tk)
+		if sm["TestMethodNotAllowedNoRoute"] != swebench.Passed {
+			t.Fatalf("%s: the FAIL_TO_PASS test is %q, want it resolved by the harness's rule", tc.log, sm["TestMethodNotAllowedNoRoute"])
+		}
+		if got := none.Verify(sm, true); got != nil {
+			t.Errorf("%s: no canaries found %v", tc.log, got)
+		}
+		if got := can.Verify(sm, true); len(got) != tc.findings {
+			t.Errorf("%s: canaries found %v, want %d findings", tc.log, got, tc.findings)
+		}
+	}
+}
