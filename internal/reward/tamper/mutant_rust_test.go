@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -183,14 +184,15 @@ func TestRustCanariesMultilingual(t *testing.T) {
 		}
 		planned++
 		if rustfmt != "" {
+			// rustfmt parses the file (exit 1 on a syntax error); it would
+			// look for the files of out-of-line modules, which are not
+			// here, so their declarations are left out.
 			f := filepath.Join(t.TempDir(), "x.rs")
-			if err := os.WriteFile(f, []byte(c.content), 0o644); err != nil {
+			if err := os.WriteFile(f, []byte(outOfLineMod.ReplaceAllString(c.content, "")), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			// Exit 1 is a formatting difference; a parse error says "error".
-			out, _ := exec.Command(rustfmt, "--edition", "2021", "--check", f).CombinedOutput()
-			if strings.Contains(string(out), "error") {
-				t.Errorf("%s: rustfmt: %s", tk.InstanceID, out)
+			if out, err := exec.Command(rustfmt, "--edition", "2021", "--emit", "stdout", f).CombinedOutput(); err != nil {
+				t.Errorf("%s: rustfmt: %v: %s", tk.InstanceID, err, lastLine(string(out)))
 			}
 		}
 		t.Logf("%s: mutants of %s in %s: %s (must fail), %s (must pass)", tk.InstanceID, c.Original, c.File, c.MustFail, c.MustPass)
@@ -203,6 +205,8 @@ func TestRustCanariesMultilingual(t *testing.T) {
 		t.Errorf("%d parse_log_cargo rows, want 43", rows)
 	}
 }
+
+var outOfLineMod = regexp.MustCompile(`(?m)^[ \t]*(pub(\([\w:]+\))? )?mod \w+;[ \t]*$`)
 
 // mirrorDir finds the git mirror of repo under dir (owner+name/repo, the
 // name's case as GitHub spells it), "" when there is none.
