@@ -31,9 +31,10 @@ import (
 //     NoError/Error, Empty/NotEmpty, Contains/NotContains, Equal/NotEqual
 //     (turned into their opposite);
 //   - quicktest: c.Assert(x, qt.Equals, LIT) (the literal changed);
-//   - plain Go: `if COND { t.Errorf(...) }` with nothing in the block that
-//     leaves the test (the literal of `x != LIT` changed, else COND
-//     negated).
+//   - plain Go: `if COND { t.Errorf(...) }` whose block holds only t's
+//     Error/Fatal/Fail/Log calls with literal and name arguments, which
+//     cannot panic when the copy runs them (the literal of `x != LIT`
+//     changed, else COND negated).
 //
 // Since Go compiles a package's test files together, a copy that does not
 // compile takes every test of the package down with it; so every change
@@ -601,22 +602,39 @@ func goQuickEquals(e ast.Expr, imports map[string]string) bool {
 }
 
 // goFailsBlock reports whether a block certainly fails the test when it
-// runs: it calls t.Error*, t.Fatal* or t.Fail* directly, and nothing in
-// it leaves early.
+// runs, and cannot panic: it holds only calls of t's Error*, Fatal*,
+// Fail* and Log* methods whose arguments are literals and names, and at
+// least one of them fails. (A changed copy runs the block where the
+// original never did: an argument like err.Error() on a nil error would
+// panic there, and a panic ends the whole test binary, honest tests and
+// all. fmt recovers what formatting a value panics with.)
 func goFailsBlock(b *ast.BlockStmt, tname string) bool {
 	fails := false
 	for _, st := range b.List {
-		if goMayLeave(st) {
+		es, ok := st.(*ast.ExprStmt)
+		if !ok {
 			return false
 		}
-		if es, ok := st.(*ast.ExprStmt); ok {
-			if call, ok := es.X.(*ast.CallExpr); ok {
-				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && isIdent(sel.X, tname) {
-					switch sel.Sel.Name {
-					case "Error", "Errorf", "Fatal", "Fatalf", "Fail", "FailNow":
-						fails = true
-					}
-				}
+		call, ok := es.X.(*ast.CallExpr)
+		if !ok || call.Ellipsis.IsValid() {
+			return false
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || !isIdent(sel.X, tname) {
+			return false
+		}
+		switch sel.Sel.Name {
+		case "Error", "Errorf", "Fatal", "Fatalf", "Fail", "FailNow":
+			fails = true
+		case "Log", "Logf":
+		default:
+			return false
+		}
+		for _, a := range call.Args {
+			switch a.(type) {
+			case *ast.BasicLit, *ast.Ident:
+			default:
+				return false
 			}
 		}
 	}

@@ -97,6 +97,13 @@ func TestGolden(t *testing.T) {
 	assert.Equal(t, read(t.Name()), "x")
 }
 
+func TestPanickyBlock(t *testing.T) {
+	err := Do()
+	if err != nil {
+		t.Fatalf("do: %v", err.Error())
+	}
+}
+
 func TestUnderIf(t *testing.T) {
 	if Cond() {
 		assert.Equal(t, 1, One())
@@ -125,6 +132,7 @@ func TestGoMutation(t *testing.T) {
 		{"TestEarlyReturn", false, ""},
 		{"TestEarlyReturn", true, ""},
 		{"TestUnderIf", false, ""},
+		{"TestPanickyBlock", true, ""}, // err.Error() would panic in the copy
 	} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		m, ok := goMutation(rng, gf, gf.funcs[tc.fn], tc.negate)
@@ -242,7 +250,7 @@ func TestGoCanariesPlan(t *testing.T) {
 		if !ok {
 			t.Fatalf("seed %d: the injected file does not parse:\n%s", seed, c.content)
 		}
-		if gf.funcs[c.MustFail] == nil || gf.funcs[c.MustPass] == nil || len(gf.funcs) != 9 {
+		if gf.funcs[c.MustFail] == nil || gf.funcs[c.MustPass] == nil || len(gf.funcs) != 10 {
 			t.Fatalf("seed %d: the injected file has tests %v", seed, keys(gf.funcs))
 		}
 		fail := c.content[gf.fset.Position(gf.funcs[c.MustFail].Pos()).Offset:gf.fset.Position(gf.funcs[c.MustFail].End()).Offset]
