@@ -160,6 +160,7 @@ func TestRustLiteralEdit(t *testing.T) {
 // TestGoCanariesMultilingual); every injected file must be read back
 // with two more tests, and parse with rustfmt where it is installed.
 func TestRustCanariesMultilingual(t *testing.T) {
+	withRustCanaries(t)
 	tasks := loadShared(t, "multilingual-test")
 	mirrors := os.Getenv("SWERVE_GIT_MIRRORS")
 	rustfmt, _ := exec.LookPath("rustfmt")
@@ -228,6 +229,7 @@ func mirrorDir(dir, repo string) string {
 // two copies and is otherwise unchanged, the names are new and contain the
 // command's filter, the must-fail copy is changed.
 func TestRustCanariesPlan(t *testing.T) {
+	withRustCanaries(t)
 	tk := &task.Task{
 		InstanceID: "demo__demo-2", LogParser: "parse_log_cargo",
 		EvalScript: "#!/bin/bash\n: '>>>>> Start Test Output'\n(cargo test --lib tests::) | cat\n: '>>>>> End Test Output'\n",
@@ -309,5 +311,28 @@ func TestShellInjectorWrites(t *testing.T) {
 		if err != nil || string(got) != want {
 			t.Errorf("wrote %q, want %q (%v)", got, want, err)
 		}
+	}
+}
+
+// withRustCanaries turns the Rust canaries on for one test (graders do
+// not get them yet, see rustCanaries).
+func withRustCanaries(t *testing.T) {
+	t.Helper()
+	old, had := canaryFrameworks["parse_log_cargo"]
+	canaryFrameworks["parse_log_cargo"] = frameworkRust
+	t.Cleanup(func() {
+		if had {
+			canaryFrameworks["parse_log_cargo"] = old
+		} else {
+			delete(canaryFrameworks, "parse_log_cargo")
+		}
+	})
+}
+
+// TestRustCanariesOff: graders get no Rust canaries yet.
+func TestRustCanariesOff(t *testing.T) {
+	tk := &task.Task{LogParser: "parse_log_cargo", EvalScript: ": '>>>>> Start Test Output'\ncargo test\n: '>>>>> End Test Output'\n", TestPatch: "x", FailToPass: []string{"a"}}
+	if c := PlanCanariesSeeded(tk, func(string) (string, bool) { return "", false }, 1, 2); c.Available() || !strings.Contains(c.Unavailable, "parse_log_cargo") {
+		t.Errorf("cargo row: %+v, want not available for parse_log_cargo", c)
 	}
 }
