@@ -440,6 +440,11 @@ func goNameBound(gf *goFile, fd *ast.FuncDecl) bool {
 			return true
 		}
 	}
+	// A fixed port: a copy would find it taken if the original (or a copy
+	// before it) left a listener behind.
+	if goFixedPort.MatchString(body) {
+		return true
+	}
 	// The function's own name spelled in a string (a fixture directory).
 	return strings.Contains(body, `"`+fd.Name.Name) || strings.Contains(body, strings.TrimPrefix(fd.Name.Name, "Test")+`"`)
 }
@@ -455,6 +460,8 @@ func goMaySkip(fd *ast.FuncDecl) bool {
 	})
 	return skip
 }
+
+var goFixedPort = regexp.MustCompile(`"[^"\s]*:[1-9][0-9]{1,4}["/]`)
 
 // goEdit replaces bytes [start, end) of the file.
 type goEdit struct {

@@ -149,6 +149,12 @@ func TestGoMutation(t *testing.T) {
 	if !goNameBound(gf, gf.funcs["TestGolden"]) || goNameBound(gf, gf.funcs["TestPlain"]) {
 		t.Error("goNameBound: TestGolden must be name-bound, TestPlain not")
 	}
+	for body, want := range map[string]bool{`http.ListenAndServe("localhost:8080", nil)`: true, `net.Listen("tcp", ":9080")`: true,
+		`net.Listen("tcp", "127.0.0.1:0")`: false, `get("http://127.0.0.1:2019/config")`: true, `x := "a:b"`: false} {
+		if got := goFixedPort.MatchString(body); got != want {
+			t.Errorf("goFixedPort(%s) = %v, want %v", body, got, want)
+		}
+	}
 }
 
 func TestGoLiteralEdit(t *testing.T) {
