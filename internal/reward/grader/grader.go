@@ -621,6 +621,10 @@ func factoryCanaries(ctx context.Context, box sandbox.Sandbox, t *task.Task, wor
 	if !can.Available() {
 		return can, "", nil
 	}
+	if !can.Python() {
+		// swefactory.CanaryScript runs its injector with Python.
+		return &tamper.Canaries{Unavailable: "not available: the SWE-Factory canary run injects Python canaries only"}, "", nil
+	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	_, evalFile := reward.Paths(box)

@@ -68,6 +68,9 @@ type Canaries struct {
 	framework          string
 	seed               uint64
 	blocks             [2]canaryBlock // MustFail first
+	// content is the whole test file with the canaries in, for frameworks
+	// whose injector is a shell script that writes it (Go).
+	content string
 }
 
 // canaryBlock is one canary test's source. A mutant keeps the file's own
@@ -147,6 +150,22 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 	}
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	taken := takenNames(t)
+	if fw == frameworkGo || fw == frameworkRust {
+		// No fixed templates: a test file of a package (crate) that does
+		// not compile takes the package's every test down.
+		if src == nil {
+			return &Canaries{Unavailable: "not available: no test file could be read"}
+		}
+		plan := safePlanGo
+		if fw == frameworkRust {
+			plan = safePlanRust
+		}
+		c, why := plan(t, cmd, src, rng, taken)
+		if c == nil {
+			return &Canaries{Unavailable: "not available: " + why}
+		}
+		return c
+	}
 	why := "no test file could be read"
 	if src != nil {
 		c, reason := safePlan(t, fw, cmd, src, rng, taken)
@@ -659,6 +678,9 @@ func canaryBody(rng *rand.Rand, name string, method, pass bool) string {
 // mutant goes before its original or a definition after it, as it is
 // (template canaries take the indentation of the place they go to).
 func (c *Canaries) Injector() []byte {
+	if c.content != "" {
+		return goInjector(c.File, c.content, rand.New(rand.NewPCG(c.seed, 1)))
+	}
 	var bs [][3]any
 	for _, b := range c.blocks {
 		verbatim := 0 // a Python literal: JSON's false is not one
@@ -742,10 +764,23 @@ func (c *Canaries) Script(evalScript, injectorPath string) (string, error) {
 	if at < 0 {
 		return "", fmt.Errorf("canaries: the eval script has no line %s", startLine)
 	}
-	q := shellQuote(injectorPath)
-	run := fmt.Sprintf(`"$(command -v python || command -v python3)" -E -s -S %s; rm -f %s`, q, q)
-	return evalScript[:at+1] + run + "\n" + evalScript[at+1:], nil
+	return evalScript[:at+1] + c.InjectLine(injectorPath) + "\n" + evalScript[at+1:], nil
 }
+
+// InjectLine is the shell line that runs the injector at injectorPath and
+// deletes it: Python for Python frameworks, sh for the others (whose
+// injector is a shell script).
+func (c *Canaries) InjectLine(injectorPath string) string {
+	q := shellQuote(injectorPath)
+	if !c.Python() {
+		return fmt.Sprintf(`/bin/sh %s; rm -f %s`, q, q)
+	}
+	return fmt.Sprintf(`"$(command -v python || command -v python3)" -E -s -S %s; rm -f %s`, q, q)
+}
+
+// Python reports whether the canaries' injector is a Python program (and
+// so needs a Python in the box).
+func (c *Canaries) Python() bool { return c.content == "" }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
@@ -769,6 +804,13 @@ func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 	// cannot pass one copy off as the verdict.
 	fail, okFail := lookup(sm, c.MustFail, true)
 	pass, okPass := lookup(sm, c.MustPass, false)
+	if c.framework == frameworkGo {
+		// go test names a test's subtests "Test/sub": the top-level result
+		// alone is the test's (it fails when any subtest does, while its
+		// other subtests pass).
+		fail, okFail = sm[c.MustFail]
+		pass, okPass = sm[c.MustPass]
+	}
 	switch {
 	case okFail && (fail == "PASSED" || fail == "XFAIL") && (resolved || c.Original == ""):
 		out = append(out, fmt.Sprintf("canary %s passed but must fail", c.MustFail))
