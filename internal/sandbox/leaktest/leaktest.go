@@ -258,6 +258,10 @@ func kinds(t *testing.T, h Harness, mini *agent.Scaffold, images *history.Images
 				if !strings.Contains(out, "found: nothing") {
 					t.Errorf("the policy found a commit outside HEAD's history:\n%s", out)
 				}
+				// Its git worked: it listed the base commit.
+				if !strings.Contains(out, BaseCommit[:7]+" base") {
+					t.Errorf("the policy's git did not list the base commit:\n%s", out)
+				}
 				// A prepared copy was stripped when it was built: its
 				// boxes are proved as found. Otherwise each box holding
 				// the fix is stripped before the agent starts.
