@@ -22,7 +22,8 @@ func TestLeaks(t *testing.T) {
 	if err := docker.Probe(ctx); err != nil {
 		testutil.SkipOrFail(t, "no container engine: %v", err)
 	}
-	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-leaks-%d", os.Getpid())}})
+	runID := fmt.Sprintf("test-leaks-%d", os.Getpid())
+	b, err := docker.New(ctx, docker.Config{Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: runID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,6 +32,7 @@ func TestLeaks(t *testing.T) {
 	}
 	img := leaktest.EnsureDocker(t, b, testutil.TestImage(), false)
 	leaktest.Run(t, leaktest.Harness{Name: "docker", Backend: b, Spec: containerSpec(img)})
+	noneLeft(t, b, runID)
 }
 
 // TestLeaksPodman: the same on Podman's Docker-compatible socket
@@ -42,7 +44,8 @@ func TestLeaksPodman(t *testing.T) {
 		t.Skip("SWERVE_PODMAN_HOST not set (scripts/podman-service.sh starts Podman's API socket)")
 	}
 	ctx := context.Background()
-	b, err := docker.New(ctx, docker.Config{Host: host, Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: fmt.Sprintf("test-leaks-podman-%d", os.Getpid())}})
+	runID := fmt.Sprintf("test-leaks-podman-%d", os.Getpid())
+	b, err := docker.New(ctx, docker.Config{Host: host, Options: sandbox.Options{ShimPath: testutil.SwerveBinary(t), RunID: runID}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +55,15 @@ func TestLeaksPodman(t *testing.T) {
 	}
 	img := leaktest.EnsureDocker(t, b, base, true)
 	leaktest.Run(t, leaktest.Harness{Name: "podman", Backend: b, Spec: containerSpec(img)})
+	noneLeft(t, b, runID)
+}
+
+// noneLeft fails the test when a container of the run is left.
+func noneLeft(t *testing.T, b *docker.Backend, runID string) {
+	left, err := b.Leftovers(context.Background(), docker.LeftoverOptions{All: true, RunID: runID})
+	if err != nil || len(left) > 0 {
+		t.Errorf("containers left after the leak test: %v %v", left, err)
+	}
 }
 
 func containerSpec(img string) func(kind string) sandbox.Spec {
