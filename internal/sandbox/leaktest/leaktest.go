@@ -107,8 +107,8 @@ func EnsureDocker(t testing.TB, b *docker.Backend, base string, podman bool) str
 	}
 	var log strings.Builder
 	start := time.Now()
-	if err := b.Build(ctx, docker.BuildOptions{ContextDir: dir, Dockerfile: Dockerfile(base), Tags: []string{img}, Progress: &log}); err != nil {
-		t.Fatalf("build %s: %v\n%s", img, err, log.String())
+	if err := b.Build(ctx, docker.BuildOptions{ContextDir: dir, Dockerfile: Dockerfile(base), Tags: []string{ref}, Progress: &log}); err != nil {
+		t.Fatalf("build %s: %v\n%s", ref, err, log.String())
 	}
 	t.Logf("built %s in %s", ref, time.Since(start).Round(time.Millisecond))
 	return ref
