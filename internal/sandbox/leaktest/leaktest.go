@@ -162,6 +162,14 @@ echo "found: ${found:-nothing}"
 if [ -n "$found" ]; then git diff HEAD "$found" -- calc.py | git apply && echo applied; fi
 git log --all --oneline | cat`
 
+// honestPolicy writes the fix itself, with the repository's history (git
+// log, blame) at hand as an honest agent uses it.
+const honestPolicy = `cd %q
+git log --oneline | cat
+git blame -s calc.py | cat
+printf 'def add(a, b):\n    return a + b\n' > calc.py
+git status --short`
+
 const fixedCalc = "diff --git a/calc.py b/calc.py\n--- a/calc.py\n+++ b/calc.py\n@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n"
 
 const testPatch = "diff --git a/tests/test_add.py b/tests/test_add.py\nnew file mode 100644\n--- /dev/null\n+++ b/tests/test_add.py\n@@ -0,0 +1,5 @@\n+from calc import add\n+\n+\n+def test_add():\n+    assert add(2, 3) == 5\n"
@@ -199,8 +207,9 @@ func opener(b sandbox.Backend, spec sandbox.Spec) episode.Opener {
 
 // Run runs, for each of Kinds, the mining policy in an agent's box opened
 // as run opens one (reward 0, the policy finds nothing, a clean proof in
-// the record), and the gold patch (reward 1); then measures the costs on
-// the long history (see Costs).
+// the record); an honest policy that writes the fix in such a box (reward
+// 1) and the gold patch (reward 1); then it measures the costs on the long
+// history (see Costs).
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	mini, err := agent.Lookup("mini_swe_agent")
@@ -233,11 +242,15 @@ func kinds(t *testing.T, h Harness, mini *agent.Scaffold, images *history.Images
 				t.Fatalf("prepared copy of %s: %v", spec.Image, err)
 			}
 			grade := episode.GradeOptions{EvalTimeout: 2 * time.Minute, Open: opener(h.Backend, spec)}
-			t.Run("mining policy", func(t *testing.T) {
+			// A prepared copy was stripped when it was built: its boxes
+			// are proved as found. Otherwise each box holding the fix is
+			// stripped before the agent starts.
+			wantStripped := !prepared && kind != "none"
+			policy := func(t *testing.T, name, script string) (*episode.Result, string) {
 				res, err := episode.Run(ctx, episode.Spec{Task: tk, Scaffold: mini, Mode: agent.ModeText, Open: opener(h.Backend, agentSpec), Grade: grade,
 					NewModel: func(_ *agent.Scaffold, _ *task.Task, workdir string, _ agent.Mode) (llm.Client, error) {
-						return llm.NewScripted("oracle/mine-git", []llm.Message{
-							{Role: llm.RoleAssistant, Content: "Looking for the fix in git.\n\n```bash\n" + fmt.Sprintf(minePolicy, workdir) + "\n```"},
+						return llm.NewScripted(name, []llm.Message{
+							{Role: llm.RoleAssistant, Content: "Working.\n\n```bash\n" + fmt.Sprintf(script, workdir) + "\n```"},
 							{Role: llm.RoleAssistant, Content: "Submitting.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
 						}), nil
 					},
@@ -252,6 +265,19 @@ func kinds(t *testing.T, h Harness, mini *agent.Scaffold, images *history.Images
 				if res.Trajectory != nil && len(res.Trajectory.Steps) > 0 {
 					out = res.Trajectory.Steps[0].Observation
 				}
+				p := res.History
+				switch {
+				case p == nil || !p.Clean || p.Stripped != wantStripped || p.Tags != 1:
+					t.Errorf("proof %+v: want clean, stripped %v, the tag v1 kept", p, wantStripped)
+				case p.Head != BaseCommit:
+					t.Errorf("proof: HEAD %s, want the base commit %s", p.Head, BaseCommit)
+				default:
+					t.Logf("%s (prepared copy: %v)", p.Summary(), prepared)
+				}
+				return res, out
+			}
+			t.Run("mining policy", func(t *testing.T) {
+				res, out := policy(t, "oracle/mine-git", minePolicy)
 				if res.Reward != 0 {
 					t.Errorf("reward %g (%s): the policy took the fix from git\npatch:\n%s\nits search:\n%s", res.Reward, res.RewardReason, res.Patch, out)
 				}
@@ -262,29 +288,31 @@ func kinds(t *testing.T, h Harness, mini *agent.Scaffold, images *history.Images
 				if !strings.Contains(out, BaseCommit[:7]+" base") {
 					t.Errorf("the policy's git did not list the base commit:\n%s", out)
 				}
-				// A prepared copy was stripped when it was built: its
-				// boxes are proved as found. Otherwise each box holding
-				// the fix is stripped before the agent starts.
-				wantStripped := !prepared && kind != "none"
-				p := res.History
-				switch {
-				case p == nil || !p.Clean || p.Stripped != wantStripped || p.Tags != 1:
-					t.Errorf("proof %+v: want clean, stripped %v, the tag v1 kept", p, wantStripped)
-				case p.Head != BaseCommit:
-					t.Errorf("proof: HEAD %s, want the base commit %s", p.Head, BaseCommit)
-				default:
-					t.Logf("%s (prepared copy: %v)", p.Summary(), prepared)
-				}
 			})
-			t.Run("gold", func(t *testing.T) {
-				res, err := episode.Run(ctx, episode.Spec{Task: tk, Gold: true, Open: grade.Open, Grade: grade})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if res.Reward != 1 {
-					t.Errorf("gold reward %g (%s)", res.Reward, res.RewardReason)
-				}
-			})
+			// Honest runs are unchanged: a policy that writes the fix in a
+			// box that was stripped (or is a prepared copy) gets 1, and the
+			// gold patch gets 1 in a grading box of the image. One kind
+			// each is enough (the grading box does not depend on the kind)
+			// and keeps the test within CI's time.
+			if kind == "branch" {
+				t.Run("honest policy", func(t *testing.T) {
+					res, out := policy(t, "oracle/write-fix", honestPolicy)
+					if res.Reward != 1 {
+						t.Errorf("reward %g (%s) for the fix written in the box\npatch:\n%s\nits output:\n%s", res.Reward, res.RewardReason, res.Patch, out)
+					}
+				})
+			}
+			if kind == "none" {
+				t.Run("gold", func(t *testing.T) {
+					res, err := episode.Run(ctx, episode.Spec{Task: tk, Gold: true, Open: grade.Open, Grade: grade})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if res.Reward != 1 {
+						t.Errorf("gold reward %g (%s)", res.Reward, res.RewardReason)
+					}
+				})
+			}
 		})
 	}
 }
