@@ -264,8 +264,7 @@ func oneTask(df *datasetFlags, load func() ([]task.Task, error)) (task.Task, err
 // it cannot, or preparing fails (reported once: every agent box is then
 // stripped on its own, which costs a rewrite of its history).
 func (f *boxFlags) preparedSpec(ctx context.Context, b sandbox.Backend, spec sandbox.Spec) sandbox.Spec {
-	bl, ok := b.(history.Builder)
-	if !ok || spec.Image == "" {
+	if _, ok := b.(history.Builder); !ok || spec.Image == "" {
 		return spec
 	}
 	if p, ok := b.(interface {
@@ -275,13 +274,9 @@ func (f *boxFlags) preparedSpec(ctx context.Context, b sandbox.Backend, spec san
 			return spec // Open says why
 		}
 	}
-	ref, err := f.prepared.Ref(ctx, bl, spec.Image, spec.Workdir)
-	if err != nil {
-		if f.warned.CompareAndSwap(false, true) {
-			fmt.Fprintf(os.Stderr, "swerve: history: %v; agent boxes of this image are stripped one by one\n", err)
-		}
-		return spec
+	out, _, err := f.prepared.AgentSpec(ctx, b, spec)
+	if err != nil && f.warned.CompareAndSwap(false, true) {
+		fmt.Fprintf(os.Stderr, "swerve: history: %v; agent boxes of this image are stripped one by one\n", err)
 	}
-	spec.Image, spec.Pull = ref, sandbox.PullNever
-	return spec
+	return out
 }

@@ -29,10 +29,11 @@ if [ "$(cat /proc/1/comm 2>/dev/null)" != systemd ] && grep -q '^systemd cgroups
   log "apptainer.conf: systemd cgroups = no (no systemd here)"
 fi
 
-# The conformance suite's image and the five kit images, converted once per
-# image id (the backend looks them up the same way: SIF/<id>.sif).
+# The conformance suite's image, the leak tests' (scripts/leak-image.sh)
+# and the five kit images, converted once per image id (the backend looks
+# them up the same way: SIF/<id>.sif).
 mkdir -p "$SIF"
-images=("${SWERVE_TEST_IMAGE:-swerve-test-base:bookworm}")
+images=("${SWERVE_TEST_IMAGE:-swerve-test-base:bookworm}" "$(scripts/leak-image.sh --name)")
 for n in 15499 16139 16901 16938 17087; do
   images+=("swebench/sweb.eval.x86_64.django_1776_django-$n:latest")
 done

@@ -11,9 +11,10 @@
 # its own (Debian containerd: its own root, state, socket and CNI dirs;
 # docker's containerd is never touched) with a CNI bridge. Images come from
 # the local docker engine (docker save | ctr import), no registry: a pause
-# image made from busybox-static, swerve-test-base:bookworm and the kit's
-# django images, each only when containerd does not have it yet (set
-# CLUSTER_IMAGES to change the list). Running it while the cluster is up
+# image made from busybox-static, swerve-test-base:bookworm, the leak
+# tests' image (scripts/leak-image.sh) and the kit's django images, each
+# only when containerd does not have it yet (set CLUSTER_IMAGES to change
+# the list). Running it while the cluster is up
 # only prints the kubeconfig. scripts/cluster/down.sh stops it.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -22,7 +23,7 @@ F=${CLUSTER_DIR:-$CACHE/cluster}
 NS=${CLUSTER_NAMESPACES:-swerve swerve-other}
 NODE=localnode
 PAUSE=docker.io/local/pause:1
-IMAGES=${CLUSTER_IMAGES:-swerve-test-base:bookworm $(for n in 15499 16139 16901 16938 17087; do printf 'swebench/sweb.eval.x86_64.django_1776_django-%s:latest ' $n; done)}
+IMAGES=${CLUSTER_IMAGES:-swerve-test-base:bookworm $("$here/../leak-image.sh" --name) $(for n in 15499 16139 16901 16938 17087; do printf 'swebench/sweb.eval.x86_64.django_1776_django-%s:latest ' $n; done)}
 mkdir -p "$F"
 P=$F/pki
 SOCK=$F/ctrd/containerd.sock

@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"sync"
+
+	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
 // Builder is a backend that can build images from a Dockerfile (Docker and
@@ -165,4 +167,23 @@ func Stale(ctx context.Context, e Engine, all bool) ([]PreparedImage, error) {
 		}
 	}
 	return out, nil
+}
+
+// AgentSpec is the spec of an agent's box of spec.Image, as every path that
+// hands a box to an agent opens it: on a backend that builds images (a
+// Builder) the image is replaced by its prepared copy (Ref; PullNever), so
+// the box's proof finds nothing to strip; on one that cannot, spec is
+// returned unchanged and Secure strips each box on its own. prepared says
+// which; err is a preparation that failed (spec is then unchanged too).
+func (c *Images) AgentSpec(ctx context.Context, b sandbox.Backend, spec sandbox.Spec) (out sandbox.Spec, prepared bool, err error) {
+	bl, ok := b.(Builder)
+	if !ok || spec.Image == "" {
+		return spec, false, nil
+	}
+	ref, err := c.Ref(ctx, bl, spec.Image, spec.Workdir)
+	if err != nil {
+		return spec, false, err
+	}
+	spec.Image, spec.Pull = ref, sandbox.PullNever
+	return spec, true, nil
 }
