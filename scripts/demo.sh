@@ -25,11 +25,12 @@ step "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 --timeout 1s 
 echo "(exit code $?)"
 set -e
 # Grading the way the SWE-bench harness does: the gold patch must resolve each
-# task and no patch must not (the local box runs the host's python3 + pytest).
+# task and no patch must not (the local box runs the first python3 on PATH
+# that has pytest, or SWERVE_LOCAL_PYTHON).
 if "$SWERVE" exec --dataset "$DATA" --instance_id sample__calc-1 -- python3 -m pytest --version >/dev/null 2>&1; then
   step "$SWERVE" validate --dataset "$DATA" --backend local
 else
-  echo "(skipping validate: python3 in the local box has no pytest; apt-get install python3-pytest)"
+  echo "(skipping validate: no python3 on PATH has pytest; apt-get install python3-pytest, or set SWERVE_LOCAL_PYTHON to one that has it)"
 fi
 # One episode, step by step: r2egym's file_editor runs natively in the box.
 step "$SWERVE" solve --dataset "$DATA" --instance_id sample__calc-1 --scaffold r2egym --llm_name oracle/gold --backend local --out swerve-demo/solve

@@ -67,12 +67,27 @@ func removeStale(base string) {
 	}
 }
 
-// HostPytest makes sure /usr/bin/python3 has pytest (NeedPytest) and puts
-// /usr/bin first on PATH for the rest of the test.
+// HostPytest makes sure /usr/bin/python3 has pytest (NeedPytest) and,
+// for the rest of the test, puts first on PATH a python3 that lacks it,
+// as on the many machines whose first python3 is a pyenv or conda one:
+// what the test grades on the local backend must not depend on which
+// interpreter comes first.
 func HostPytest(t testing.TB) {
 	t.Helper()
 	NeedPytest(t)
-	t.Setenv("PATH", "/usr/bin:"+os.Getenv("PATH"))
+	t.Setenv("PATH", DecoyPython(t)+string(filepath.ListSeparator)+os.Getenv("PATH"))
+}
+
+// DecoyPython makes a directory holding a python3 that cannot import
+// pytest (Debian's python3 without its site directories) and returns it.
+func DecoyPython(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	script := "#!/bin/sh\n# a first python3 without pytest, like a bare pyenv or conda one\nexec /usr/bin/python3 -S \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "python3"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 var (

@@ -44,6 +44,26 @@ const (
 // badCodes void a log wherever they appear in it.
 var badCodes = []string{ApplyPatchFail, ResetFailed, TestsError, TestsTimeout}
 
+// runnerMissing matches the lines a shell or an interpreter prints when
+// the test command itself could not start: the program, the module or the
+// file it names is not there.
+var runnerMissing = lazyre.New(`(?m)^.{0,300}?(?:: No module named [\w.'"]+|: command not found|: can't open file .{0,200}|: [^:\n]{1,200}: No such file or directory)\s*$`)
+
+// NoResults is the reason for a log whose test section holds no results:
+// "no test results in the log", followed by the line saying why when the
+// test command could not start (the interpreter without the test runner,
+// a program not on PATH), so a machine whose first python3 lacks pytest
+// is told so. The verdict stays a 0: only its reason says more.
+func NoResults(section string) string {
+	const why = "no test results in the log"
+	m := runnerMissing.FindString(section)
+	if m == "" {
+		return why
+	}
+	m = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(m), "+ "))
+	return why + ": the test command did not start (" + m + ")"
+}
+
 // suiteRan is evidence that a test runner executed even though no test was
 // parsed (5.x): every count must be non-zero.
 var suiteRan = lazyre.New(`(?m)Executed [1-9]\d* of \d+` +
@@ -332,7 +352,7 @@ func statusFromLog(t *task.Task, parser Parser, log string) (StatusMap, string) 
 		sm = parser(log, t)
 	}
 	if len(sm) == 0 && !suiteRan.MatchString(log) {
-		return nil, "no test results in the log"
+		return nil, NoResults(section)
 	}
 	code := 0
 	for _, m := range testExitCodeRe.FindAllStringSubmatch(log, -1) {
@@ -387,7 +407,7 @@ func statusFromPlainLog(t *task.Task, parser Parser, log string) (StatusMap, str
 		sm = parser(log, t)
 	}
 	if len(sm) == 0 && !suiteRan.MatchString(log) {
-		return nil, "no test results in the log"
+		return nil, NoResults(section)
 	}
 	if m := testExitCodeRe.FindStringSubmatch(log); m != nil {
 		if c, err := strconv.Atoi(m[1]); err == nil && c != 0 && len(sm) > 0 && !anyFailed(sm) {
@@ -430,7 +450,7 @@ func statusFromSealedLog(t *task.Task, parser Parser, log string, tr *reward.Tra
 		sm = parser(upToEnd, t)
 	}
 	if len(sm) == 0 && !suiteRan.MatchString(upToEnd) {
-		return nil, "no test results in the log"
+		return nil, NoResults(section)
 	}
 	code, traced := 0, false
 	for _, l := range tr.Lines[ei+1:] {

@@ -6,8 +6,10 @@
 // It isolates almost nothing: no network, CPU, memory or pid limits apply,
 // and absolute paths are the host's. Only the environment is scrubbed:
 // commands see PATH, HOME, TMPDIR, LANG, LC_ALL and TERM (when set), and what
-// the spec sets, never the rest of swerve's environment (API keys). It is the fallback when no engine answers
-// and the dry-run mode, not a security boundary.
+// the spec sets, never the rest of swerve's environment (API keys). One
+// interpreter serves python, python3, pip and pytest whichever way a
+// command is written (see choosePython). It is the fallback when no engine
+// answers and the dry-run mode, not a security boundary.
 package local
 
 import (
@@ -52,6 +54,10 @@ type Backend struct {
 	runID string
 	// TempDir is where box directories are made; empty means os.TempDir().
 	TempDir string
+	// Python is the interpreter boxes run for python, python3, pip and
+	// pytest (a name on PATH or a path); empty chooses one (see
+	// choosePython). New sets it from SWERVE_LOCAL_PYTHON.
+	Python string
 }
 
 // New returns a local backend.
@@ -61,7 +67,7 @@ func New(opts sandbox.Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Backend{shim: bin, runID: opts.RunID}, nil
+	return &Backend{shim: bin, runID: opts.RunID, Python: os.Getenv(PythonEnv)}, nil
 }
 
 var _ sandbox.Backend = (*Backend)(nil)
@@ -114,14 +120,35 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		}
 	}
 
-	cmd := exec.Command(b.shim, "shim")
-	cmd.Dir = workdir
-	cmd.Env = append(boxEnv(os.Environ()),
+	env := append(boxEnv(os.Environ()),
 		"HOME="+filepath.Join(root, "home"),
 		"TMPDIR="+filepath.Join(root, "tmp"),
 		"SWERVE_BOX="+root,
 	)
-	cmd.Env = append(cmd.Env, spec.Env...)
+	env = append(env, spec.Env...)
+	// One interpreter for python, python3, pip and pytest, first on a PATH
+	// that login shells keep: the same program whichever way a command is
+	// written, and the one that can run the tests whichever comes first.
+	pathEnv := envValue(env, "PATH")
+	py, err := cachedPython(ctx, pathEnv, b.Python)
+	if err != nil {
+		return nil, err
+	}
+	if py.Path != "" {
+		bin := filepath.Join(root, "bin")
+		if err := writeBin(bin, py); err != nil {
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		pathEnv = bin + string(filepath.ListSeparator) + pathEnv
+		env = append(env, "PATH="+pathEnv)
+	}
+	if err := os.WriteFile(filepath.Join(root, "home", ".profile"), profile(pathEnv), 0o644); err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+
+	cmd := exec.Command(b.shim, "shim")
+	cmd.Dir = workdir
+	cmd.Env = dedupeEnv(env)
 	// Its own process group, and gone with us if swerve is killed.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	stderr := &shim.TailBuffer{}
