@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# The newcomer test: walk the README's "Set up" and "A tour" the way someone
+# who has just cloned the repository would, and fail when a command shown
+# there fails or no longer prints what the README says it prints.
+#
+# What runs comes from README.md itself, not from this script: every fenced
+# block right after a `<!-- tour -->` line. In such a block a command may span
+# lines with a trailing `\`; comment lines are prose; a `# => TEXT` comment
+# (at the end of the command's last line, or on a line of its own right
+# below it) is what the README promises the command prints: the command's
+# output (stdout and stderr) must contain TEXT. `# => exit N` promises exit
+# code N instead of 0. Editing those blocks changes what is tested.
+#
+# Each command runs with bash (pipefail) in the root of a fresh `git clone` of
+# this checkout's HEAD (uncommitted and untracked files are not in it), with
+# this machine's own environment and PATH, stdin from /dev/null, and `..`
+# holding `shared` (a link to $SWERVE_SHARED), so the README's ../shared
+# paths resolve. Commands that need what CI lacks (an API key, a model
+# endpoint, the network) are skipped by the rules below, each printed with
+# its reason. It keeps going after a failure and lists every failure at the
+# end, with the command's exit code and the tail of its output.
+#
+# Usage: scripts/tour.sh
+#   SWERVE_SHARED        the shared data and the realtasks kit (default: ../shared
+#                        beside this checkout)
+#   SWERVE_TOUR_TIMEOUT  seconds one command may take (default 1200)
+#   SWERVE_TOUR_SKIP     an extended regular expression: also skip the commands it
+#                        matches (for a local run, e.g. 'swerve gc' on a machine
+#                        others are using); CI leaves it unset
+#   SWERVE_TOUR_KEEP=1   keep the clone and the logs (kept anyway on failure)
+set -uo pipefail
+case "${1:-}" in -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+src=$(cd "$(dirname "$0")/.." && pwd)
+t0=$(date +%s)
+say() { printf '[tour %4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+die() { printf 'tour: %s\n' "$*" >&2; exit 2; }
+
+# Commands the tour does not run: an extended regular expression matched
+# against the command as the README writes it (continuation lines joined),
+# then the reason, printed. The first rule that matches wins.
+skip_rules=(
+  '^make test( |$)'$'\t''the whole suite (tens of minutes); .ci/run runs it after the tour, with Docker tests mandatory'
+  'go install [^ ]*@'$'\t''fetches the module over the network; the tour builds from its clone with make, as `make demo` does'
+  'OPENAI_API_KEY=|ANTHROPIC_API_KEY='$'\t''needs a model API key, which CI does not have'
+  '(--llm_name|--llm-name|--model_name|--model-name) (openai|anthropic|hosted_vllm|litellm)/'$'\t''needs a model endpoint, which CI does not have'
+  '--dataset [A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+( |$)'$'\t''reads a dataset from the Hugging Face Hub (network), which CI cannot reach'
+  '(^| )build_out/'$'\t''reads what the `swerve build` line above writes, and that line is skipped'
+)
+# Commands that want a terminal: run under script(1) (a real pseudo-terminal),
+# fed this session, whose output must show the sum (the typed line holds the
+# expression, not its value).
+interactive_re='(^| )bin/swerve shell( |$)'
+interactive_session=$'echo tour-shell-$((6*7))\nexit\n'
+interactive_expect='tour-shell-42'
+
+timeout_s=${SWERVE_TOUR_TIMEOUT:-1200}
+shared=${SWERVE_SHARED:-$src/../shared}
+[ -d "$shared" ] || die "shared data not found at $shared (set SWERVE_SHARED): the tour's ../shared paths need it"
+shared=$(cd "$shared" && pwd)
+command -v script >/dev/null || die "script(1) (util-linux) is needed for the tour's interactive commands"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/swerve-tour.XXXXXX")
+clone=$work/swerve
+logs=$work/logs
+mkdir -p "$logs"
+rev=$(git -C "$src" rev-parse HEAD) || die "$src is not a git checkout"
+if [ -n "$(git -C "$src" status --porcelain --untracked-files=no -- README.md scripts examples Makefile)" ]; then
+  say "note: $src has uncommitted changes; the tour runs the committed HEAD ${rev:0:12}"
+fi
+git clone -q --no-checkout "$src" "$clone" && git -C "$clone" checkout -q "$rev" \
+  || die "could not clone $src at $rev into $clone"
+ln -s "$shared" "$work/shared"
+cd "$clone" || die "no clone at $clone"
+say "fresh clone of ${rev:0:12} in $clone; ../shared -> $shared"
+
+# The README's tour blocks, as records: "C<TAB>command" then its promises,
+# "E<TAB>text" (output contains text) or "X<TAB>n" (exit code n).
+parse() {
+  awk '
+    function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+    function promise(p) {
+      p = trim(p)
+      if (p ~ /^exit [0-9]+$/) { sub(/^exit /, "", p); print "X\t" p } else if (p != "") print "E\t" p
+    }
+    /^<!-- tour -->[ \t]*$/ { armed = 1; next }
+    armed && /^```/ { inblock = 1; armed = 0; cmd = ""; cont = 0; next }
+    armed && !/^[ \t]*$/ { armed = 0 }
+    inblock && /^```/ {
+      if (cont) { print "P\tunfinished command at the end of a block: " cmd }
+      inblock = 0; next
+    }
+    !inblock { next }
+    {
+      line = $0
+      t = trim(line)
+      if (!cont && t ~ /^# =>/) { sub(/^# =>/, "", t); if (last) promise(t); else print "P\ta promise before any command: " $0; next }
+      if (!cont && (t == "" || t ~ /^#/)) next
+      p = ""
+      i = index(line, "# =>")
+      if (i > 0) { p = substr(line, i + 4); line = substr(line, 1, i - 1) }
+      line = trim(line)
+      more = (line ~ /\\$/)
+      if (more) line = trim(substr(line, 1, length(line) - 1))
+      cmd = (cont ? cmd " " line : line)
+      cont = more
+      if (!cont) { print "C\t" cmd; last = 1; promise(p) }
+      else if (p != "") print "P\ta promise on a continued line: " $0
+    }
+  ' README.md
+}
+
+cmds=() ; expects=() ; exits=()
+while IFS=$'\t' read -r kind text; do
+  case "$kind" in
+    C) cmds+=("$text"); expects+=(""); exits+=(0) ;;
+    E) expects[${#cmds[@]}-1]+="$text"$'\n' ;;
+    X) exits[${#cmds[@]}-1]=$text ;;
+    P) die "README.md: $text" ;;
+  esac
+done < <(parse)
+[ ${#cmds[@]} -gt 0 ] || die "README.md has no <!-- tour --> blocks: nothing to walk"
+say "${#cmds[@]} commands in README.md's tour blocks"
+
+used=()
+failures=()
+ran=0 skipped=0
+for i in "${!cmds[@]}"; do
+  cmd=${cmds[$i]}
+  n=$((i + 1))
+  reason=""
+  for r in "${!skip_rules[@]}"; do
+    re=${skip_rules[$r]%%$'\t'*}
+    if [[ $cmd =~ $re ]]; then reason=${skip_rules[$r]#*$'\t'}; used[$r]=1; break; fi
+  done
+  if [ -z "$reason" ] && [ -n "${SWERVE_TOUR_SKIP:-}" ] && [[ $cmd =~ $SWERVE_TOUR_SKIP ]]; then
+    reason="matches SWERVE_TOUR_SKIP"
+  fi
+  if [ -n "$reason" ]; then
+    say "skip $n: $cmd"
+    say "        ($reason)"
+    skipped=$((skipped + 1))
+    continue
+  fi
+  out=$logs/$n.log
+  want=${expects[$i]}
+  say "run  $n: $cmd"
+  s0=$(date +%s)
+  if [[ $cmd =~ $interactive_re ]]; then
+    want+="$interactive_expect"$'\n'
+    printf '%s' "$interactive_session" | timeout -k 10 "$timeout_s" script -qec "$cmd" /dev/null >"$out" 2>&1
+  else
+    timeout -k 10 "$timeout_s" bash -o pipefail -c "$cmd" </dev/null >"$out" 2>&1
+  fi
+  rc=$?
+  ran=$((ran + 1))
+  problems=()
+  if [ "$rc" -eq 124 ]; then
+    problems+=("timed out after ${timeout_s}s (SWERVE_TOUR_TIMEOUT)")
+  elif [ "$rc" -ne "${exits[$i]}" ]; then
+    problems+=("exit code $rc, the README expects ${exits[$i]}")
+  fi
+  while IFS= read -r w; do
+    [ -n "$w" ] || continue
+    grep -qF -- "$w" "$out" || problems+=("its output does not contain \"$w\", which the README shows")
+  done <<<"$want"
+  if [ ${#problems[@]} -eq 0 ]; then
+    say "        ok, $(( $(date +%s) - s0 ))s, $(wc -l <"$out") lines of output ($out)"
+    continue
+  fi
+  failures+=("$n: $cmd")
+  for p in "${problems[@]}"; do say "        FAILED: $p"; done
+  echo "        --- last 40 lines of its output ($out):"
+  tail -n 40 "$out" | sed 's/^/        | /'
+  echo "        ---"
+done
+for r in "${!skip_rules[@]}"; do
+  [ -n "${used[$r]:-}" ] || say "note: skip rule /${skip_rules[$r]%%$'\t'*}/ matched no command (stale?)"
+done
+
+summary="${#cmds[@]} commands: $ran ran, $skipped skipped, ${#failures[@]} failed, in $(( $(date +%s) - t0 ))s"
+if [ ${#failures[@]} -gt 0 ]; then
+  say "tour FAILED: $summary"
+  for f in "${failures[@]}"; do say "  failed $f"; done
+  say "the clone and every command's output are kept in $work"
+  exit 1
+fi
+say "tour passed: $summary"
+if [ -n "${SWERVE_TOUR_KEEP:-}" ]; then
+  say "kept $work"
+else
+  chmod -R u+w "$work" 2>/dev/null
+  rm -rf "$work"
+fi
