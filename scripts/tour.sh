@@ -20,16 +20,18 @@
 # its reason. It keeps going after a failure and lists every failure at the
 # end, with the command's exit code and the tail of its output.
 #
-# Usage: scripts/tour.sh
+# Usage: scripts/tour.sh [--list]
+#   --list               print what the checkout's README.md would run, skip and
+#                        check, and run nothing
 #   SWERVE_SHARED        the shared data and the realtasks kit (default: ../shared
 #                        beside this checkout)
-#   SWERVE_TOUR_TIMEOUT  seconds one command may take (default 1200)
+#   SWERVE_TOUR_TIMEOUT  seconds one command may take (default 1800)
 #   SWERVE_TOUR_SKIP     an extended regular expression: also skip the commands it
 #                        matches (for a local run, e.g. 'swerve gc' on a machine
 #                        others are using); CI leaves it unset
 #   SWERVE_TOUR_KEEP=1   keep the clone and the logs (kept anyway on failure)
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 t0=$(date +%s)
 say() { printf '[tour %4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
@@ -45,6 +47,7 @@ skip_rules=(
   '(--llm_name|--llm-name|--model_name|--model-name) (openai|anthropic|hosted_vllm|litellm)/'$'\t''needs a model endpoint, which CI does not have'
   '--dataset [A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+( |$)'$'\t''reads a dataset from the Hugging Face Hub (network), which CI cannot reach'
   '(^| )build_out/'$'\t''reads what the `swerve build` line above writes, and that line is skipped'
+  '^git clone [a-z]+://|^git clone git@'$'\t''clones over the network; the tour itself runs in a fresh clone of this checkout'
 )
 # Commands that want a terminal: run under script(1) (a real pseudo-terminal),
 # fed this session, whose output must show the sum (the typed line holds the
@@ -53,11 +56,103 @@ interactive_re='(^| )bin/swerve shell( |$)'
 interactive_session=$'echo tour-shell-$((6*7))\nexit\n'
 interactive_expect='tour-shell-42'
 
-timeout_s=${SWERVE_TOUR_TIMEOUT:-1200}
+timeout_s=${SWERVE_TOUR_TIMEOUT:-1800}
 shared=${SWERVE_SHARED:-$src/../shared}
 [ -d "$shared" ] || die "shared data not found at $shared (set SWERVE_SHARED): the tour's ../shared paths need it"
 shared=$(cd "$shared" && pwd)
 command -v script >/dev/null || die "script(1) (util-linux) is needed for the tour's interactive commands"
+
+# The README's tour blocks, as records: "C<TAB>command" then its promises,
+# "E<TAB>text" (output contains text) or "X<TAB>n" (exit code n).
+parse() {
+  awk '
+    function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
+    function promise(p) {
+      p = trim(p)
+      if (p ~ /^exit [0-9]+$/) { sub(/^exit /, "", p); print "X\t" p } else if (p != "") print "E\t" p
+    }
+    # Split a line at its shell comment (a # outside quotes, at the start of
+    # a word): code gets what comes before, comment the rest.
+    function split_comment(s,    i, c, q, prev) {
+      q = ""; prev = " "
+      for (i = 1; i <= length(s); i++) {
+        c = substr(s, i, 1)
+        if (q == "\047") { if (c == "\047") q = "" }
+        else if (c == "\\") { i++; c = "x" }
+        else if (q == "\"") { if (c == "\"") q = "" }
+        else if (c == "\047" || c == "\"") q = c
+        else if (c == "#" && prev ~ /[ \t]/) { code = substr(s, 1, i - 1); comment = substr(s, i); return }
+        prev = c
+      }
+      code = s; comment = ""
+    }
+    /^<!-- tour -->[ \t]*$/ { armed = 1; next }
+    armed && /^```/ { inblock = 1; armed = 0; cmd = ""; cont = 0; next }
+    armed && !/^[ \t]*$/ { armed = 0 }
+    inblock && /^```/ {
+      if (cont) print "P\tunfinished command at the end of a block: " cmd
+      inblock = 0; next
+    }
+    !inblock { next }
+    {
+      split_comment($0)
+      line = trim(code)
+      if (line == "" && !cont) {
+        if (comment ~ /^# =>/) {
+          if (last) promise(substr(comment, 5)); else print "P\ta promise before any command: " $0
+        }
+        next
+      }
+      more = (line ~ /\\$/)
+      if (more) line = trim(substr(line, 1, length(line) - 1))
+      cmd = (cont ? cmd " " line : line)
+      cont = more
+      if (comment != "" && cont) { print "P\ta comment on a continued line: " $0; next }
+      if (!cont) { print "C\t" cmd; last = 1; if (comment ~ /^# =>/) promise(substr(comment, 5)) }
+    }
+  ' "$1"
+}
+
+# Parse a README into cmds, expects (newline-separated texts) and exits.
+load() {
+  cmds=() expects=() exits=()
+  local kind text
+  while IFS=$'\t' read -r kind text; do
+    case "$kind" in
+      C) cmds+=("$text"); expects+=(""); exits+=(0) ;;
+      E) expects[${#cmds[@]}-1]+="$text"$'\n' ;;
+      X) exits[${#cmds[@]}-1]=$text ;;
+      P) die "$1: $text" ;;
+    esac
+  done < <(parse "$1")
+  [ ${#cmds[@]} -gt 0 ] || die "$1 has no <!-- tour --> blocks: nothing to walk"
+}
+
+# The reason command $1 is skipped, or nothing; marks the rule used.
+skip_reason() {
+  local r re
+  for r in "${!skip_rules[@]}"; do
+    re=${skip_rules[$r]%%$'\t'*}
+    if [[ $1 =~ $re ]]; then used[$r]=1; printf '%s' "${skip_rules[$r]#*$'\t'}"; return; fi
+  done
+  if [ -n "${SWERVE_TOUR_SKIP:-}" ] && [[ $1 =~ $SWERVE_TOUR_SKIP ]]; then
+    printf 'matches SWERVE_TOUR_SKIP'
+  fi
+}
+
+used=()
+if [ "${1:-}" = --list ]; then
+  load "$src/README.md"
+  for i in "${!cmds[@]}"; do
+    reason=$(skip_reason "${cmds[$i]}")
+    if [ -n "$reason" ]; then printf 'skip %d: %s\n        (%s)\n' $((i + 1)) "${cmds[$i]}" "$reason"; continue; fi
+    printf 'run  %d: %s\n' $((i + 1)) "${cmds[$i]}"
+    [ "${exits[$i]}" = 0 ] || printf '        exit code %s\n' "${exits[$i]}"
+    while IFS= read -r w; do [ -z "$w" ] || printf '        output contains "%s"\n' "$w"; done <<<"${expects[$i]}"
+    [[ ! ${cmds[$i]} =~ $interactive_re ]] || printf '        on a terminal, typed: %q\n' "$interactive_session"
+  done
+  exit 0
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/swerve-tour.XXXXXX")
 clone=$work/swerve
@@ -73,68 +168,16 @@ ln -s "$shared" "$work/shared"
 cd "$clone" || die "no clone at $clone"
 say "fresh clone of ${rev:0:12} in $clone; ../shared -> $shared"
 
-# The README's tour blocks, as records: "C<TAB>command" then its promises,
-# "E<TAB>text" (output contains text) or "X<TAB>n" (exit code n).
-parse() {
-  awk '
-    function trim(s) { sub(/^[ \t]+/, "", s); sub(/[ \t]+$/, "", s); return s }
-    function promise(p) {
-      p = trim(p)
-      if (p ~ /^exit [0-9]+$/) { sub(/^exit /, "", p); print "X\t" p } else if (p != "") print "E\t" p
-    }
-    /^<!-- tour -->[ \t]*$/ { armed = 1; next }
-    armed && /^```/ { inblock = 1; armed = 0; cmd = ""; cont = 0; next }
-    armed && !/^[ \t]*$/ { armed = 0 }
-    inblock && /^```/ {
-      if (cont) { print "P\tunfinished command at the end of a block: " cmd }
-      inblock = 0; next
-    }
-    !inblock { next }
-    {
-      line = $0
-      t = trim(line)
-      if (!cont && t ~ /^# =>/) { sub(/^# =>/, "", t); if (last) promise(t); else print "P\ta promise before any command: " $0; next }
-      if (!cont && (t == "" || t ~ /^#/)) next
-      p = ""
-      i = index(line, "# =>")
-      if (i > 0) { p = substr(line, i + 4); line = substr(line, 1, i - 1) }
-      line = trim(line)
-      more = (line ~ /\\$/)
-      if (more) line = trim(substr(line, 1, length(line) - 1))
-      cmd = (cont ? cmd " " line : line)
-      cont = more
-      if (!cont) { print "C\t" cmd; last = 1; promise(p) }
-      else if (p != "") print "P\ta promise on a continued line: " $0
-    }
-  ' README.md
-}
 
-cmds=() ; expects=() ; exits=()
-while IFS=$'\t' read -r kind text; do
-  case "$kind" in
-    C) cmds+=("$text"); expects+=(""); exits+=(0) ;;
-    E) expects[${#cmds[@]}-1]+="$text"$'\n' ;;
-    X) exits[${#cmds[@]}-1]=$text ;;
-    P) die "README.md: $text" ;;
-  esac
-done < <(parse)
-[ ${#cmds[@]} -gt 0 ] || die "README.md has no <!-- tour --> blocks: nothing to walk"
+load README.md
 say "${#cmds[@]} commands in README.md's tour blocks"
 
-used=()
 failures=()
 ran=0 skipped=0
 for i in "${!cmds[@]}"; do
   cmd=${cmds[$i]}
   n=$((i + 1))
-  reason=""
-  for r in "${!skip_rules[@]}"; do
-    re=${skip_rules[$r]%%$'\t'*}
-    if [[ $cmd =~ $re ]]; then reason=${skip_rules[$r]#*$'\t'}; used[$r]=1; break; fi
-  done
-  if [ -z "$reason" ] && [ -n "${SWERVE_TOUR_SKIP:-}" ] && [[ $cmd =~ $SWERVE_TOUR_SKIP ]]; then
-    reason="matches SWERVE_TOUR_SKIP"
-  fi
+  reason=$(skip_reason "$cmd")
   if [ -n "$reason" ]; then
     say "skip $n: $cmd"
     say "        ($reason)"
@@ -152,9 +195,10 @@ for i in "${!cmds[@]}"; do
     timeout -k 10 "$timeout_s" bash -o pipefail -c "$cmd" </dev/null >"$out" 2>&1
   fi
   rc=$?
+  took=$(( $(date +%s) - s0 ))
   ran=$((ran + 1))
   problems=()
-  if [ "$rc" -eq 124 ]; then
+  if [ "$rc" -ne 0 ] && [ "$took" -ge "$timeout_s" ]; then
     problems+=("timed out after ${timeout_s}s (SWERVE_TOUR_TIMEOUT)")
   elif [ "$rc" -ne "${exits[$i]}" ]; then
     problems+=("exit code $rc, the README expects ${exits[$i]}")
@@ -164,7 +208,7 @@ for i in "${!cmds[@]}"; do
     grep -qF -- "$w" "$out" || problems+=("its output does not contain \"$w\", which the README shows")
   done <<<"$want"
   if [ ${#problems[@]} -eq 0 ]; then
-    say "        ok, $(( $(date +%s) - s0 ))s, $(wc -l <"$out") lines of output ($out)"
+    say "        ok, ${took}s, $(wc -l <"$out") lines of output ($out)"
     continue
   fi
   failures+=("$n: $cmd")
