@@ -57,10 +57,6 @@ interactive_session=$'echo tour-shell-$((6*7))\nexit\n'
 interactive_expect='tour-shell-42'
 
 timeout_s=${SWERVE_TOUR_TIMEOUT:-1800}
-shared=${SWERVE_SHARED:-$src/../shared}
-[ -d "$shared" ] || die "shared data not found at $shared (set SWERVE_SHARED): the tour's ../shared paths need it"
-shared=$(cd "$shared" && pwd)
-command -v script >/dev/null || die "script(1) (util-linux) is needed for the tour's interactive commands"
 
 # The README's tour blocks, as records: "C<TAB>command" then its promises,
 # "E<TAB>text" (output contains text) or "X<TAB>n" (exit code n).
@@ -153,6 +149,11 @@ if [ "${1:-}" = --list ]; then
   done
   exit 0
 fi
+
+shared=${SWERVE_SHARED:-$src/../shared}
+[ -d "$shared" ] || die "shared data not found at $shared (set SWERVE_SHARED): the tour's ../shared paths need it"
+shared=$(cd "$shared" && pwd)
+command -v script >/dev/null || die "script(1) (util-linux) is needed for the tour's interactive commands"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/swerve-tour.XXXXXX")
 clone=$work/swerve
