@@ -124,29 +124,40 @@ load() {
   [ ${#cmds[@]} -gt 0 ] || die "$1 has no <!-- tour --> blocks: nothing to walk"
 }
 
-# The reason command $1 is skipped, or nothing; marks the rule used.
+# Sets reason to why command $1 is skipped (empty: it runs); marks the rule used.
 skip_reason() {
   local r re
+  reason=""
   for r in "${!skip_rules[@]}"; do
     re=${skip_rules[$r]%%$'\t'*}
-    if [[ $1 =~ $re ]]; then used[$r]=1; printf '%s' "${skip_rules[$r]#*$'\t'}"; return; fi
+    if [[ $1 =~ $re ]]; then used[$r]=1; reason=${skip_rules[$r]#*$'\t'}; return; fi
   done
   if [ -n "${SWERVE_TOUR_SKIP:-}" ] && [[ $1 =~ $SWERVE_TOUR_SKIP ]]; then
-    printf 'matches SWERVE_TOUR_SKIP'
+    reason="matches SWERVE_TOUR_SKIP"
   fi
+}
+
+# A rule that matched nothing is only reported: the line it was for may have
+# been fixed to run in CI.
+stale_rules() {
+  local r
+  for r in "${!skip_rules[@]}"; do
+    [ -n "${used[$r]:-}" ] || echo "note: skip rule /${skip_rules[$r]%%$'\t'*}/ matched no command (stale?)"
+  done
 }
 
 used=()
 if [ "${1:-}" = --list ]; then
   load "$src/README.md"
   for i in "${!cmds[@]}"; do
-    reason=$(skip_reason "${cmds[$i]}")
+    skip_reason "${cmds[$i]}"
     if [ -n "$reason" ]; then printf 'skip %d: %s\n        (%s)\n' $((i + 1)) "${cmds[$i]}" "$reason"; continue; fi
     printf 'run  %d: %s\n' $((i + 1)) "${cmds[$i]}"
     [ "${exits[$i]}" = 0 ] || printf '        exit code %s\n' "${exits[$i]}"
     while IFS= read -r w; do [ -z "$w" ] || printf '        output contains "%s"\n' "$w"; done <<<"${expects[$i]}"
     [[ ! ${cmds[$i]} =~ $interactive_re ]] || printf '        on a terminal, typed: %q\n' "$interactive_session"
   done
+  stale_rules
   exit 0
 fi
 
@@ -178,7 +189,7 @@ ran=0 skipped=0
 for i in "${!cmds[@]}"; do
   cmd=${cmds[$i]}
   n=$((i + 1))
-  reason=$(skip_reason "$cmd")
+  skip_reason "$cmd"
   if [ -n "$reason" ]; then
     say "skip $n: $cmd"
     say "        ($reason)"
@@ -218,9 +229,7 @@ for i in "${!cmds[@]}"; do
   tail -n 40 "$out" | sed 's/^/        | /'
   echo "        ---"
 done
-for r in "${!skip_rules[@]}"; do
-  [ -n "${used[$r]:-}" ] || say "note: skip rule /${skip_rules[$r]%%$'\t'*}/ matched no command (stale?)"
-done
+stale_rules
 
 summary="${#cmds[@]} commands: $ran ran, $skipped skipped, ${#failures[@]} failed, in $(( $(date +%s) - t0 ))s"
 if [ ${#failures[@]} -gt 0 ]; then
