@@ -18,7 +18,9 @@
 # paths resolve. Commands that need what CI lacks (an API key, a model
 # endpoint, the network) are skipped by the rules below, each printed with
 # its reason. It keeps going after a failure and lists every failure at the
-# end, with the command's exit code and the tail of its output.
+# end, with the command's exit code and the tail of its output. Afterwards
+# the clone's `git status` must be clean: what the tour writes is ignored,
+# and no tracked file changed.
 #
 # Usage: scripts/tour.sh [--list]
 #   --list               print what the checkout's README.md would run, skip and
@@ -31,7 +33,7 @@
 #                        others are using); CI leaves it unset
 #   SWERVE_TOUR_KEEP=1   keep the clone and the logs (kept anyway on failure)
 set -uo pipefail
-case "${1:-}" in -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
+case "${1:-}" in -h|--help) sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 src=$(cd "$(dirname "$0")/.." && pwd)
 t0=$(date +%s)
 say() { printf '[tour %4ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
@@ -230,6 +232,14 @@ for i in "${!cmds[@]}"; do
   echo "        ---"
 done
 stale_rules
+# A newcomer's clone stays clean: what the tour writes is ignored by git, and
+# no tracked file changes.
+dirty=$(git status --porcelain 2>&1)
+if [ -n "$dirty" ]; then
+  failures+=("git status: the tour left files git does not ignore, or changed tracked ones")
+  say "FAILED: after the tour, git status in the clone is not clean:"
+  printf '%s\n' "$dirty" | head -n 20 | sed 's/^/        | /'
+fi
 
 summary="${#cmds[@]} commands: $ran ran, $skipped skipped, ${#failures[@]} failed, in $(( $(date +%s) - t0 ))s"
 if [ ${#failures[@]} -gt 0 ]; then
