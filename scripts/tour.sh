@@ -50,6 +50,7 @@ skip_rules=(
   '--dataset [A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+( |$)'$'\t''reads a dataset from the Hugging Face Hub (network), which CI cannot reach'
   '(^| )build_out/'$'\t''reads what the `swerve build` line above writes, and that line is skipped'
   '^git clone [a-z]+://|^git clone git@'$'\t''clones over the network; the tour itself runs in a fresh clone of this checkout'
+  'gc --prepared_images'$'\t''would remove every history-stripped image on the machine, which the tests after the tour then rebuild (minutes); the plain `gc` lines above run'
 )
 # Commands that want a terminal: run under script(1) (a real pseudo-terminal),
 # fed this session, whose output must show the sum (the typed line holds the

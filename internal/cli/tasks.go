@@ -88,6 +88,7 @@ func newTasksShowCmd() *cobra.Command {
 		df     datasetFlags
 		asJSON bool
 		raw    bool
+		field  string
 	)
 	cmd := &cobra.Command{
 		Use:   "show --dataset D (--instance_id ID | ID) [flags]",
@@ -97,9 +98,11 @@ statement, hints, gold patch, test patch, eval script and Dockerfile, each
 under its own heading. Empty fields are left out.
 
 Name the task with --instance_id or as the argument. --json prints the
-normalised task as one JSON object instead.`,
+normalised task as one JSON object instead; --field NAME prints one field of
+it as it is (a text field such as patch verbatim, others as JSON).`,
 		Example: `  swerve tasks show --dataset verified-test.parquet django__django-16901
   swerve tasks show --dataset examples/sample/tasks.jsonl --instance_id sample__calc-1
+  swerve tasks show --dataset verified-test.parquet django__django-16901 --field patch > fix.diff
   swerve tasks show --dataset verified-test.parquet astropy__astropy-12907 --json | jq .FAIL_TO_PASS`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -117,6 +120,9 @@ normalised task as one JSON object instead.`,
 				return fmt.Errorf("show: %d tasks selected, want 1 (drop --start_idx / --k)", len(tasks))
 			}
 			out := cmd.OutOrStdout()
+			if field != "" {
+				return showField(out, tasks[0], field)
+			}
 			if asJSON {
 				return writeTasksJSONL(out, tasks, raw)
 			}
@@ -124,6 +130,7 @@ normalised task as one JSON object instead.`,
 		},
 	}
 	df.register(cmd.Flags())
+	cmd.Flags().StringVar(&field, "field", "", "print only this field of the normalised task (e.g. patch, test_patch, FAIL_TO_PASS)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the normalised task as JSON")
 	cmd.Flags().BoolVar(&raw, "raw", true, "with --json, include the original row under \"raw\"")
 	return cmd
@@ -163,6 +170,35 @@ from the largest. --json prints the same as one JSON object.`,
 	df.register(cmd.Flags())
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the counts as JSON")
 	return cmd
+}
+
+// showField prints one field of t's normalised JSON form: a string as it
+// is, anything else as JSON; an unknown name lists the known ones.
+func showField(w io.Writer, t task.Task, name string) error {
+	line, err := t.MarshalJSONL(false)
+	if err != nil {
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return err
+	}
+	v, ok := m[name]
+	if !ok {
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("show: %s: no field %q (fields: %s)", t.InstanceID, name, strings.Join(names, ", "))
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		_, err = io.WriteString(w, s)
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", v)
+	return err
 }
 
 func writeTasksJSONL(w io.Writer, tasks []task.Task, raw bool) error {

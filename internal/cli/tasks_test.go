@@ -148,6 +148,34 @@ func TestTasksShow(t *testing.T) {
 	}
 }
 
+// TestTasksShowField: --field prints one field as it is: a text field
+// verbatim (the gold patch, ready for grade --patch), others as JSON, and
+// an unknown name is an error listing the fields.
+func TestTasksShowField(t *testing.T) {
+	var row map[string]any
+	b, _ := os.ReadFile(tasksSampleDataset(t))
+	if err := json.Unmarshal([]byte(strings.SplitN(string(b), "\n", 2)[0]), &row); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ field, want, err string }{
+		{"patch", row["patch"].(string), ""},
+		{"instance_id", "sample__calc-1", ""},
+		{"FAIL_TO_PASS", `["tests/test_calc.py::test_median_even_length","tests/test_calc.py::test_median_even_unsorted"]` + "\n", ""},
+		{"nope", "", `sample__calc-1: no field "nope" (fields: FAIL_TO_PASS, PASS_TO_PASS,`},
+	} {
+		out, _, err := execTasksCLI(t, "tasks", "show", "--dataset", tasksSampleDataset(t), "sample__calc-1", "--field", c.field)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("--field %s: error %v, want %q", c.field, err, c.err)
+			}
+			continue
+		}
+		if err != nil || out != c.want {
+			t.Errorf("--field %s = %q, %v; want %q", c.field, out, err, c.want)
+		}
+	}
+}
+
 func TestTasksStats(t *testing.T) {
 	out, _, err := execTasksCLI(t, "tasks", "stats", "--dataset", tasksSampleDataset(t), "--json")
 	if err != nil {
