@@ -227,6 +227,10 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 			fmt.Fprintf(stderr, "swerve: --skip_existing: %d tasks already have reward 1 in %s; %d left\n", n, rf.TrajDir, len(tasks))
 		}
 	}
+	// Before any task: the engine the tasks' images need must answer.
+	if err := bf.checkTasks(ctx, tasks); err != nil {
+		return err
+	}
 	if p := rf.Upstream.Prepull.ptr(); p != nil && *p && len(tasks) > 0 {
 		if err := prepull(ctx, bf, tasks, rf.Workers, stderr); err != nil {
 			return err

@@ -73,6 +73,9 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 			}
 		}
 	}
+	if err := bf.checkTasks(ctx, dataset); err != nil {
+		return nil, err
+	}
 	ro.tasks = serve.NewTasks(dataset)
 	ro.dataset = dataset
 	cleanupOrphans(ctx, bf.options(), ro.stderr)

@@ -61,6 +61,9 @@ such.`,
 			if err != nil {
 				return err
 			}
+			if err := bf.checkTasks(ctx, []task.Task{t}); err != nil {
+				return err
+			}
 			if s.Experimental {
 				fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 			}
