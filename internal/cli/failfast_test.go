@@ -2,11 +2,17 @@ package cli
 
 import (
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/swerve-dev/swerve/internal/testutil"
 )
 
 // imageDataset is the sample tasks, each naming an image (a task the local
@@ -101,5 +107,111 @@ func TestEngineDownAuto(t *testing.T) {
 	// No task started: the run wrote no task record.
 	if m, _ := filepath.Glob(filepath.Join(traj, "*", "result.json")); len(m) > 0 {
 		t.Errorf("a task ran with no engine: %v", m)
+	}
+}
+
+// modelServer answers GET /v1/models with a list holding served, and
+// chat completions with chat (nil: 404).
+func modelServer(t *testing.T, served string, chat http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/models" && served == "401":
+			w.WriteHeader(http.StatusUnauthorized)
+			w.Write([]byte(`{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}`))
+		case r.URL.Path == "/v1/models":
+			w.Write([]byte(`{"object":"list","data":[{"id":"` + served + `","object":"model"}]}`))
+		case r.URL.Path == "/v1/chat/completions" && chat != nil:
+			chat(w, r)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// TestModelEndpointChecked: run and solve ask the model's endpoint once
+// before any task or box: nothing there, a refused key and a model the
+// server does not serve are one line each, at once, and nothing starts.
+func TestModelEndpointChecked(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	data := tasksSampleDataset(t)
+	id := "sample__calc-1"
+	tests := []struct {
+		name string
+		base string
+		want string
+	}{
+		{"unreachable", refused, "nothing answers at " + refused + ": connection refused"},
+		{"unauthorised", modelServer(t, "401", nil), "refused the key (401 Unauthorized: Incorrect API key provided): check OPENAI_API_KEY"},
+		{"unknown model", modelServer(t, "other-model", nil), `does not serve model "m" (it serves: other-model)`},
+	}
+	for _, tt := range tests {
+		t.Setenv("LLM_BASE_URL", tt.base)
+		t.Setenv("OPENAI_API_KEY", "sk-test")
+		dir := t.TempDir()
+		for _, args := range [][]string{
+			{"run", "--dataset", data, "--backend", "local", "--llm_name", "hosted_vllm/m", "--traj_dir", filepath.Join(dir, "traj"), "--exp_name", "e"},
+			{"solve", "--dataset", data, "--backend", "local", "--instance_id", id, "--llm_name", "hosted_vllm/m", "--out", filepath.Join(dir, "solve")},
+		} {
+			t.Run(tt.name+"/"+args[0], func(t *testing.T) {
+				start := time.Now()
+				_, stderr, err := execTasksCLI(t, args...)
+				took := time.Since(start)
+				if err == nil {
+					t.Fatalf("no error; stderr:\n%s", stderr)
+				}
+				if _, ok := err.(exitError); ok || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "\n") {
+					t.Errorf("error %q; want one line with %q (stderr %q)", err, tt.want, stderr)
+				}
+				if took > 3*time.Second {
+					t.Errorf("took %s", took)
+				}
+				if m, _ := filepath.Glob(filepath.Join(dir, "*", "*")); len(m) > 0 {
+					t.Errorf("something started: %v", m)
+				}
+				t.Logf("%s to %q", took.Round(time.Millisecond), err)
+			})
+		}
+	}
+	// --skip_llm_check goes ahead (and meets the server's answer later).
+	t.Setenv("LLM_BASE_URL", tests[2].base)
+	_, _, err = execTasksCLI(t, "solve", "--dataset", data, "--backend", "local", "--instance_id", id, "--llm_name", "hosted_vllm/m", "--skip_llm_check", "--out", filepath.Join(t.TempDir(), "s"))
+	if err != nil && strings.Contains(err.Error(), "does not serve") {
+		t.Errorf("--skip_llm_check still checked: %v", err)
+	}
+}
+
+// TestSolveLLMErrorExit: an episode that ends in llm_error exits 3, and
+// every retry of the model's call is said on stderr as it happens.
+func TestSolveLLMErrorExit(t *testing.T) {
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	var calls atomic.Int32
+	base := modelServer(t, "m", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"message":"overloaded"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":{"message":"key revoked"}}`))
+	})
+	t.Setenv("LLM_BASE_URL", base)
+	_, stderr, err := execTasksCLI(t, "solve", "--dataset", tasksSampleDataset(t), "--backend", "local", "--instance_id", "sample__calc-1",
+		"--llm_name", "hosted_vllm/m", "--out", filepath.Join(t.TempDir(), "s"))
+	if ee, ok := err.(exitError); !ok || ee.code != exitTaskErrors {
+		t.Errorf("solve ending in llm_error: %v, want exit %d\n%s", err, exitTaskErrors, stderr)
+	}
+	for _, want := range []string{"swerve: model retry 2/7 in 0s: hosted_vllm: 503 Service Unavailable: overloaded", "swerve: the episode ended in llm_error"} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/run"
 )
@@ -231,6 +232,11 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	if err := bf.checkTasks(ctx, tasks); err != nil {
 		return err
 	}
+	if !rf.RunGolden {
+		if err := af.checkModel(ctx); err != nil {
+			return err
+		}
+	}
 	if p := rf.Upstream.Prepull.ptr(); p != nil && *p && len(tasks) > 0 {
 		if err := prepull(ctx, bf, tasks, rf.Workers, stderr); err != nil {
 			return err
@@ -256,6 +262,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	})
 	prog := newReporter(stdout, stderr, rf.JSON, len(tasks), "swerve run", "resolved")
 	events := func(e run.Event) { prog.report(e, runLine(e), counts{e.Done, e.Total, e.Running, e.Resolved}) }
+	af.retries = func(id string, r llm.Retry) { prog.note(fmt.Sprintf("%s: model %s", id, r)) }
 	stop := gracefulStop(ctx, "stopping: nothing new starts; running tasks end after their current step and will run again next time")
 	sum, err := run.Run(ctx, run.Options{
 		Tasks: tasks, TrajDir: rf.TrajDir, ExpName: rf.ExpName, Workers: rf.Workers,

@@ -64,6 +64,10 @@ such.`,
 			if err := bf.checkTasks(ctx, []task.Task{t}); err != nil {
 				return err
 			}
+			if err := af.checkModel(ctx); err != nil {
+				return err
+			}
+			af.retries = func(_ string, r llm.Retry) { fmt.Fprintf(stderr, "swerve: model %s\n", r) }
 			if s.Experimental {
 				fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 			}
@@ -107,6 +111,12 @@ such.`,
 			p.summary(traj, out)
 			if runErr != nil {
 				return runErr
+			}
+			if traj.ExitReason == agent.ExitLLMError || traj.ExitReason == agent.ExitSandboxError {
+				// The episode was cut short outside the model's choices:
+				// not the result asked for.
+				fmt.Fprintf(stderr, "swerve: the episode ended in %s: %s\n", traj.ExitReason, traj.ExitDetail)
+				return exitError{exitTaskErrors}
 			}
 			return nil
 		},
