@@ -215,3 +215,47 @@ func TestSolveLLMErrorExit(t *testing.T) {
 		}
 	}
 }
+
+// TestRunStopsOnInfraRow: a model endpoint that goes away after the check
+// (every call refused with 401) stops the run after
+// --max_consecutive_infra_errors tasks, exit 1, saying how to resume; with
+// 0 the run tries every task and exits 3. Retries are said as they happen.
+func TestRunStopsOnInfraRow(t *testing.T) {
+	t.Setenv("SWERVE_SHIM_BINARY", testutil.SwerveBinary(t))
+	var calls atomic.Int32
+	t.Setenv("LLM_BASE_URL", modelServer(t, "m", func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"error":{"message":"key revoked"}}`))
+	}))
+	data := tasksSampleDataset(t)
+	for _, tc := range []struct {
+		row      string
+		code     int
+		stderr   []string
+		noStderr string
+	}{
+		{"2", 1, []string{"model retry 2/7 in 0s: hosted_vllm: 502 Bad Gateway", "swerve: stopped: 2 tasks in a row ended in a llm error", "swerve: to resume, rerun: "}, ""},
+		{"0", exitTaskErrors, nil, "stopped"},
+	} {
+		t.Run(tc.row, func(t *testing.T) {
+			_, stderr, err := execTasksCLI(t, "run", "--dataset", data, "--backend", "local", "--llm_name", "hosted_vllm/m", "--max_workers", "1",
+				"--traj_dir", filepath.Join(t.TempDir(), "traj"), "--exp_name", "e", "--max_consecutive_infra_errors", tc.row)
+			if ee, ok := err.(exitError); !ok || ee.code != tc.code {
+				t.Errorf("run: %v, want exit %d\n%s", err, tc.code, stderr)
+			}
+			for _, want := range tc.stderr {
+				if !strings.Contains(stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, stderr)
+				}
+			}
+			if tc.noStderr != "" && strings.Contains(stderr, tc.noStderr) {
+				t.Errorf("stderr says %q:\n%s", tc.noStderr, stderr)
+			}
+		})
+	}
+}

@@ -33,6 +33,7 @@ type runFlags struct {
 	SkipIfExists bool
 	GradeIn      string
 	MaxAttempts  int
+	MaxInfraRow  int
 	Reward       string
 	Config       string
 	JSON         bool
@@ -123,6 +124,7 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 	fs.BoolVar(&rf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
 	fs.BoolVar(&rf.SkipIfExists, "skip_if_exists", false, "keep finished tasks even when they were run with other settings")
 	fs.IntVar(&rf.MaxAttempts, "max_attempts", run.DefaultMaxAttempts, "attempts at a task that keeps ending in an infrastructure error, counted across runs; then it is given up")
+	fs.IntVar(&rf.MaxInfraRow, "max_consecutive_infra_errors", defaultMaxInfraRow, "stop the run after this many tasks in a row end in the same kind of infrastructure error (a model endpoint or engine gone), keeping what finished; 0: never")
 	fs.StringVar(&rf.GradeIn, "grade_in", "fresh", "grade in a fresh box from the task's image (fresh), or in the agent's own box as upstream does (same)")
 	fs.StringVar(&rf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.StringVar(&rf.Config, "config", "", "YAML file with the same keys as the flags (flags win)")
@@ -269,7 +271,7 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 		Scaffold: s.Name, Mode: mode, ModelName: af.LLMName, NewModel: af.model, Open: opener, AgentOpen: bf.openAgentRepo,
 		Limits: af.limits(), Sampling: af.sampling(cmd.Flags().Changed),
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
-		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
+		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, MaxConsecutiveErrors: rf.MaxInfraRow, Config: config, Events: events, Stop: stop,
 		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
 		Override: af.override, OverrideHash: af.overrideHash,
 		Upcoming: bf.upcoming(ctx, warmBoxes(rf.RunGolden, rf.GradeIn), !rf.RunGolden),
@@ -284,12 +286,35 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 			fmt.Fprintf(stderr, "swerve: interrupted; rerun the same command to finish the remaining tasks\n")
 			return exitError{130}
 		}
+		if errors.Is(err, run.ErrStopped) {
+			fmt.Fprintf(stderr, "swerve: stopped: %v\nswerve: to resume, rerun: %s\n", err, commandLine())
+			return exitError{1}
+		}
 		return err
 	}
 	if sum != nil && sum.Errors > 0 {
 		return exitError{exitTaskErrors}
 	}
 	return nil
+}
+
+// defaultMaxInfraRow is --max_consecutive_infra_errors' default.
+const defaultMaxInfraRow = 5
+
+// commandLine is this process's command line, quoted for a POSIX shell.
+func commandLine() string {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' ||
+				(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+		}) < 0 {
+			args[i] = a
+			continue
+		}
+		args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(args, " ")
 }
 
 // exitTaskErrors is the exit status of a run, validate or grade that ended
