@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"net"
 	"net/http"
@@ -42,6 +44,23 @@ func imageDataset(t *testing.T) string {
 	return p
 }
 
+// execBounded runs a command in process for at most 20 s (a serve that
+// should have refused to start is stopped) and returns its stderr and
+// error.
+func execBounded(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	root := NewRoot(&stdout, &stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if ctx.Err() != nil {
+		t.Errorf("%s ran until stopped", args[0])
+	}
+	return stderr.String(), err
+}
+
 // deadEngine points Docker's and Podman's address at a socket nothing
 // listens on.
 func deadEngine(t *testing.T) {
@@ -74,11 +93,12 @@ func TestEngineDownAuto(t *testing.T) {
 		{"grade --predictions", []string{"grade", "--dataset", data, "--predictions", preds, "--run_id", "r", "--log_dir", filepath.Join(dir, "logs"), "--report_dir", dir}},
 		{"exec", []string{"exec", "--dataset", data, "--instance_id", id, "--", "true"}},
 		{"shell", []string{"shell", "--dataset", data, "--instance_id", id, "--", "true"}},
+		{"serve", []string{"serve", "--dataset", data, "--llm_name", "oracle/gold", "--listen", "127.0.0.1:0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			_, stderr, err := execTasksCLI(t, tt.args...)
+			stderr, err := execBounded(t, tt.args...)
 			took := time.Since(start)
 			if err == nil {
 				t.Fatalf("%s succeeded with no engine; stderr:\n%s", tt.name, stderr)
@@ -159,10 +179,11 @@ func TestModelEndpointChecked(t *testing.T) {
 		for _, args := range [][]string{
 			{"run", "--dataset", data, "--backend", "local", "--llm_name", "hosted_vllm/m", "--traj_dir", filepath.Join(dir, "traj"), "--exp_name", "e"},
 			{"solve", "--dataset", data, "--backend", "local", "--instance_id", id, "--llm_name", "hosted_vllm/m", "--out", filepath.Join(dir, "solve")},
+			{"serve", "--dataset", data, "--backend", "local", "--llm_name", "hosted_vllm/m", "--listen", "127.0.0.1:0", "--results_dir", filepath.Join(dir, "results")},
 		} {
 			t.Run(tt.name+"/"+args[0], func(t *testing.T) {
 				start := time.Now()
-				_, stderr, err := execTasksCLI(t, args...)
+				stderr, err := execBounded(t, args...)
 				took := time.Since(start)
 				if err == nil {
 					t.Fatalf("no error; stderr:\n%s", stderr)
