@@ -150,11 +150,16 @@ func (p prober) judge(status int, body []byte, base string) error {
 	low := strings.ToLower(msg + " " + code)
 	switch {
 	case status == http.StatusUnauthorized, status == http.StatusForbidden:
-		key := "the key"
-		if p.ep.KeyFrom != "" && p.ep.KeyFrom != "options" {
-			key = p.ep.KeyFrom
+		what := "refused the key"
+		fix := "check the key"
+		switch {
+		case p.ep.KeyFrom == "":
+			// No key was set; a placeholder went.
+			what, fix = "wants a key", "set "+keyVar(p.ep.Provider)
+		case p.ep.KeyFrom != "options":
+			fix = "check " + p.ep.KeyFrom
 		}
-		return &ProbeError{fmt.Sprintf("model %s: %s refused the key (%s): check %s", p.ep.Name, base, detail, key), ErrUnauthorized}
+		return &ProbeError{fmt.Sprintf("model %s: %s %s (%s): %s", p.ep.Name, base, what, detail, fix), ErrUnauthorized}
 	case status == http.StatusNotFound,
 		status == http.StatusBadRequest && (strings.Contains(low, "does not exist") || strings.Contains(low, "model_not_found") ||
 			strings.Contains(low, "unknown model") || strings.Contains(low, "not a valid model")):
@@ -185,6 +190,19 @@ func (p prober) inList(body []byte, base string) error {
 		served = strings.Join(ids[:5], ", ") + fmt.Sprintf(", … %d more", len(ids)-5)
 	}
 	return &ProbeError{fmt.Sprintf("model %s: %s does not serve model %q (it serves: %s)", p.ep.Name, base, p.ep.Model, served), ErrUnknownModel}
+}
+
+// keyVar names the variable that sets the key of provider's requests.
+func keyVar(provider string) string {
+	switch provider {
+	case ProviderHostedVLLM:
+		return "HOSTED_VLLM_API_KEY (or OPENAI_API_KEY)"
+	case ProviderOpenRouter:
+		return "OPENROUTER_API_KEY"
+	case ProviderAnthropic:
+		return "ANTHROPIC_API_KEY"
+	}
+	return "OPENAI_API_KEY"
 }
 
 func (p prober) urlFrom() string {

@@ -43,6 +43,7 @@ func TestProbe(t *testing.T) {
 		{"no list, completion 404", "nope", map[string]route{"POST /v1/chat/completions": {404, vllmMissing}}, ErrUnknownModel, "does not serve model \"nope\" (404 Not Found: The model `nope` does not exist.)", false},
 		{"no list, completion 400 does not exist", "nope", map[string]route{"POST /v1/chat/completions": {400, `{"error":{"message":"model nope does not exist"}}`}}, ErrUnknownModel, "does not serve", false},
 		{"no list, completion 401", "m", map[string]route{"POST /v1/chat/completions": {401, openAI401}}, ErrUnauthorized, "refused the key", false},
+		{"no key set", "hosted_vllm/m", map[string]route{"GET /v1/models": {401, openAI401}}, ErrUnauthorized, "wants a key (401 Unauthorized: Incorrect API key provided: sk-x.): set HOSTED_VLLM_API_KEY (or OPENAI_API_KEY)", false},
 		{"a list it cannot read passes", "m", map[string]route{"GET /v1/models": {200, `not json`}}, nil, "", false},
 		{"a 5xx passes", "m", map[string]route{"GET /v1/models": {503, `busy`}}, nil, "", false},
 		{"anthropic known", "anthropic/claude-x", map[string]route{"GET /v1/models/claude-x": {200, `{"id":"claude-x"}`}}, nil, "", true},
@@ -67,6 +68,9 @@ func TestProbe(t *testing.T) {
 			env := map[string]string{"LLM_BASE_URL": srv.URL + "/v1", "OPENAI_API_KEY": "sk-x", "ANTHROPIC_API_KEY": "ak-x"}
 			if tt.anthrop {
 				env["ANTHROPIC_BASE_URL"] = srv.URL
+			}
+			if tt.name == "no key set" {
+				delete(env, "OPENAI_API_KEY")
 			}
 			err := Probe(context.Background(), tt.model, Options{Getenv: func(k string) string { return env[k] }})
 			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {

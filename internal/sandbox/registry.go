@@ -312,7 +312,9 @@ func resolve(ctx context.Context, name string, opts Options, image bool) (string
 	if image {
 		why := "no container backend is registered"
 		if len(skipped) > 0 {
-			why = strings.Join(skipped, "; ")
+			// The kind each probe's error wraps says nothing here.
+			why = strings.ReplaceAll(strings.Join(skipped, "; ")+";", ": "+ErrUnavailable.Error()+";", ";")
+			why = strings.TrimSuffix(why, ";")
 		}
 		return "", skipped, &backendError{"--backend auto: the task names an image and no container engine answers (" + why +
 			"): start the engine, or pass --backend local to run tasks that have a source_dir on this host", ErrUnavailable}
