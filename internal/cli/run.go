@@ -79,6 +79,15 @@ trajectory, and only its grading is redone. The exit status is 3 when errors
 remain. Failures of the model itself (format errors, limits, a context
 overflow, a patch that does not apply, failing tests) stay reward 0.
 
+Before the first task: the engine must answer when a task names an image
+(--backend auto never runs such a task on the host instead), and the model's
+endpoint is asked once whether it answers, takes the key and serves the model
+(--skip_llm_check leaves that out). Either failing is one line, exit status 1,
+nothing started. The run stops, exit status 1, keeping what finished and
+printing the command that resumes, when a disk fills, the engine goes away,
+or --max_consecutive_infra_errors tasks in a row end in the same kind of
+error. Model retries are printed as they happen (retry 3/7 in 4s: ...).
+
 --config FILE reads the same keys from YAML or JSON; flags given on the
 command line win. --args_path FILE is R2E-Gym's: an AgentArgs YAML whose
 system_prompt, instance_prompt and command_files replace the scaffold's.
