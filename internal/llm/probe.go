@@ -45,8 +45,9 @@ func (e *ProbeError) Unwrap() error { return e.kind }
 //
 // OpenAI-compatible servers (OpenAI, OpenRouter, vLLM, SGLang, LiteLLM's
 // proxy) are asked GET <base>/models; a model missing from a list that
-// holds some is unknown. A server without that route (404, 405) is asked a
-// one-token chat completion instead, whose 404 (vLLM's "model does not
+// holds some is unknown. A server without that route (404, 405), or one
+// that keeps the list from this key (403), is asked a one-token chat
+// completion instead, whose 404 (vLLM's "model does not
 // exist") names an unknown model. Anthropic is asked GET /v1/models/<model>.
 // Answers that say nothing of the three (a 5xx, a 429, an unreadable list)
 // pass: the run's own retries deal with those.
@@ -92,8 +93,9 @@ func Probe(ctx context.Context, name string, opts Options) error {
 	switch {
 	case status == http.StatusOK:
 		return p.inList(body, base)
-	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed:
-		// No model list here: one token of a completion answers instead.
+	case status == http.StatusNotFound, status == http.StatusMethodNotAllowed, status == http.StatusForbidden:
+		// No model list here, or a key scoped away from it (OpenAI's
+		// restricted keys): one token of a completion answers instead.
 		req, _ := json.Marshal(map[string]any{
 			"model":      ep.Model,
 			"messages":   []map[string]string{{"role": "user", "content": "ping"}},
