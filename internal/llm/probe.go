@@ -182,7 +182,8 @@ func (p prober) inList(body []byte, base string) error {
 	}
 	ids := make([]string, 0, len(list.Data))
 	for _, m := range list.Data {
-		if m.ID == p.ep.Model {
+		if m.ID == p.ep.Model || strings.Contains(m.ID, "*") {
+			// A wildcard route (LiteLLM's "anthropic/*") may serve it.
 			return nil
 		}
 		ids = append(ids, m.ID)

@@ -45,6 +45,7 @@ func TestProbe(t *testing.T) {
 		{"no list, completion 400 does not exist", "nope", map[string]route{"POST /v1/chat/completions": {400, `{"error":{"message":"model nope does not exist"}}`}}, ErrUnknownModel, "does not serve", false},
 		{"no list, completion 401", "m", map[string]route{"POST /v1/chat/completions": {401, openAI401}}, ErrUnauthorized, "refused the key", false},
 		{"no key set", "hosted_vllm/m", map[string]route{"GET /v1/models": {401, openAI401}}, ErrUnauthorized, "wants a key (401 Unauthorized: Incorrect API key provided: sk-x.): set HOSTED_VLLM_API_KEY (or OPENAI_API_KEY)", false},
+		{"a wildcard route passes", "openai/anthropic/claude-x", map[string]route{"GET /v1/models": {200, `{"data":[{"id":"gpt-4o"},{"id":"anthropic/*"}]}`}}, nil, "", false},
 		{"a list it cannot read passes", "m", map[string]route{"GET /v1/models": {200, `not json`}}, nil, "", false},
 		{"a 5xx passes", "m", map[string]route{"GET /v1/models": {503, `busy`}}, nil, "", false},
 		{"anthropic known", "anthropic/claude-x", map[string]route{"GET /v1/models/claude-x": {200, `{"id":"claude-x"}`}}, nil, "", true},
