@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -39,6 +40,12 @@ type agentFlags struct {
 	// llmRetries and llmTimeout come from its other_args.
 	llmRetries int
 	llmTimeout time.Duration
+	// SkipLLMCheck leaves out the request that checks the model's
+	// endpoint before the first task (checkModel).
+	SkipLLMCheck bool
+	// retries, when set, is told about every retry of a model call, with
+	// the task's id.
+	retries func(id string, r llm.Retry)
 }
 
 func (f *agentFlags) register(fs *pflag.FlagSet) {
@@ -57,6 +64,7 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.TopP, "top_p", 1, "nucleus sampling")
 	fs.IntVar(&f.MaxOutTokens, "max_output_tokens", 0, "cap on one reply's tokens (0: the provider's default)")
 	fs.IntVar(&f.FormatErrors, "max_format_errors", agent.DefaultMaxFormatErrors, "end the episode after this many unreadable replies in a row")
+	fs.BoolVar(&f.SkipLLMCheck, "skip_llm_check", false, "do not ask the model's endpoint (GET /models, else a one-token completion) whether it answers, takes the key and serves the model before the first task")
 	fs.StringVar(&f.ArgsPath, "args_path", "", "R2E-Gym's AgentArgs YAML: its system_prompt, instance_prompt and command_files replace the scaffold's (other_args max_retries and timeout set the model client's)")
 }
 
@@ -129,7 +137,28 @@ func (f *agentFlags) model(s *agent.Scaffold, t *task.Task, workdir string, mode
 	if f.LLMName == agent.OracleName {
 		return agent.NewOracle(s, t, workdir, mode)
 	}
-	return llm.New(f.LLMName, llm.Options{MaxRetries: f.llmRetries, Timeout: f.llmTimeout})
+	opts := llm.Options{MaxRetries: f.llmRetries, Timeout: f.llmTimeout}
+	if f.retries != nil {
+		id := t.InstanceID
+		opts.OnRetry = func(r llm.Retry) { f.retries(id, r) }
+	}
+	return llm.New(f.LLMName, opts)
+}
+
+// checkModel asks the model's endpoint once, before any box opens,
+// whether it answers, takes the key and serves the model (llm.Probe): one
+// line when not. Offline models and --skip_llm_check ask nothing.
+func (f *agentFlags) checkModel(ctx context.Context) error {
+	if f.SkipLLMCheck || f.LLMName == "" || f.LLMName == agent.OracleName {
+		return nil
+	}
+	err := llm.Probe(ctx, f.LLMName, llm.Options{})
+	if errors.Is(err, llm.ErrUnauthorized) || errors.Is(err, llm.ErrUnknownModel) {
+		// A server may answer its model list or a probe differently
+		// from a real request: say how to go ahead anyway.
+		return fmt.Errorf("%w (--skip_llm_check skips this check)", err)
+	}
+	return err
 }
 
 func (f *agentFlags) limits() agent.Limits {

@@ -133,6 +133,31 @@ func (f *boxFlags) check(ctx context.Context, probe bool) error {
 	return err
 }
 
+// needsImage says whether t's box starts from an image under these flags:
+// auto copies a host directory only for a task that names no image and
+// has a directory to copy.
+func (f *boxFlags) needsImage(t task.Task) bool {
+	return t.Image != "" || f.Image != "" || (t.SourceDir == "" && f.Source == "")
+}
+
+// checkTasks is check with probe for the boxes of tasks, before any of
+// them opens: under auto, when one of them starts from an image, a backend
+// that starts images must answer (sandbox.CheckImage's one line
+// otherwise: the engine's error and the ways out).
+func (f *boxFlags) checkTasks(ctx context.Context, tasks []task.Task) error {
+	if f.Backend != "" && f.Backend != "auto" {
+		_, err := sandbox.Check(ctx, f.Backend, f.options())
+		return err
+	}
+	for _, t := range tasks {
+		if f.needsImage(t) {
+			_, err := sandbox.CheckImage(ctx, f.Backend, f.options())
+			return err
+		}
+	}
+	return nil
+}
+
 // resolve is check with probe, returning the backend --backend names, or
 // the one auto picks for tasks with an image.
 func (f *boxFlags) resolve(ctx context.Context) (string, error) {
@@ -204,10 +229,13 @@ func (f *boxFlags) openFor(ctx context.Context, t task.Task, stderr io.Writer, a
 // boxSpec is the backend and the spec of t's box under these flags.
 func (f *boxFlags) boxSpec(ctx context.Context, t task.Task, stderr io.Writer) (string, sandbox.Spec, error) {
 	backend := f.Backend
-	if (backend == "" || backend == "auto") && t.Image == "" && f.Image == "" && (t.SourceDir != "" || f.Source != "") {
+	resolve := sandbox.Resolve
+	if f.needsImage(t) {
+		resolve = sandbox.ResolveImage // auto: never the host in an image's place
+	} else if backend == "" || backend == "auto" {
 		backend = "local" // nothing to start a container from, but a directory to copy
 	}
-	name, skipped, err := sandbox.Resolve(ctx, backend, f.options())
+	name, skipped, err := resolve(ctx, backend, f.options())
 	if err != nil {
 		return "", sandbox.Spec{}, err
 	}

@@ -227,6 +227,9 @@ count as unresolved.`,
 						return err
 					}
 				}
+				if err := bf.checkTasks(cmd.Context(), tasks); err != nil {
+					return err
+				}
 				return gradePredictions(cmd, tasks, preds, &bf, force, timeout, workers, runID, logDir, reportDir, mode, learnGold)
 			}
 			modes := 0
@@ -244,6 +247,12 @@ count as unresolved.`,
 			}
 			if err := checkGrader(&t, force); err != nil {
 				return err
+			}
+			if logPath == "" {
+				// A box will open: its engine must answer first.
+				if err := bf.checkTasks(cmd.Context(), []task.Task{t}); err != nil {
+					return err
+				}
 			}
 			var res *grader.Outcome
 			switch {

@@ -110,6 +110,19 @@ func (r *reporter) report(event any, line string, c counts) {
 	}
 }
 
+// note prints a line that is no event (a model's retry) on stderr: above
+// the bar on a terminal, as it is otherwise (also under --json, whose
+// stdout carries events only).
+func (r *reporter) note(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.bar != nil {
+		r.bar.line(line)
+		return
+	}
+	fmt.Fprintf(r.err, "swerve: %s\n", line)
+}
+
 func (r *reporter) finish() {
 	if r.bar != nil {
 		r.bar.finish()

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/swerve-dev/swerve/internal/agent"
+	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/run"
 )
@@ -32,6 +33,7 @@ type runFlags struct {
 	SkipIfExists bool
 	GradeIn      string
 	MaxAttempts  int
+	MaxInfraRow  int
 	Reward       string
 	Config       string
 	JSON         bool
@@ -76,6 +78,15 @@ to --max_attempts attempts in all; a task whose grading failed keeps its
 trajectory, and only its grading is redone. The exit status is 3 when errors
 remain. Failures of the model itself (format errors, limits, a context
 overflow, a patch that does not apply, failing tests) stay reward 0.
+
+Before the first task: the engine must answer when a task names an image
+(--backend auto never runs such a task on the host instead), and the model's
+endpoint is asked once whether it answers, takes the key and serves the model
+(--skip_llm_check leaves that out). Either failing is one line, exit status 1,
+nothing started. The run stops, exit status 1, keeping what finished and
+printing the command that resumes, when a disk fills, the engine goes away,
+or --max_consecutive_infra_errors tasks in a row end in the same kind of
+error. Model retries are printed as they happen (retry 3/7 in 4s: ...).
 
 --config FILE reads the same keys from YAML or JSON; flags given on the
 command line win. --args_path FILE is R2E-Gym's: an AgentArgs YAML whose
@@ -122,6 +133,7 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 	fs.BoolVar(&rf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
 	fs.BoolVar(&rf.SkipIfExists, "skip_if_exists", false, "keep finished tasks even when they were run with other settings")
 	fs.IntVar(&rf.MaxAttempts, "max_attempts", run.DefaultMaxAttempts, "attempts at a task that keeps ending in an infrastructure error, counted across runs; then it is given up")
+	fs.IntVar(&rf.MaxInfraRow, "max_consecutive_infra_errors", defaultMaxInfraRow, "stop the run after this many tasks in a row end in the same kind of infrastructure error (a model endpoint or engine gone), keeping what finished; 0: never")
 	fs.StringVar(&rf.GradeIn, "grade_in", "fresh", "grade in a fresh box from the task's image (fresh), or in the agent's own box as upstream does (same)")
 	fs.StringVar(&rf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.StringVar(&rf.Config, "config", "", "YAML file with the same keys as the flags (flags win)")
@@ -227,6 +239,15 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 			fmt.Fprintf(stderr, "swerve: --skip_existing: %d tasks already have reward 1 in %s; %d left\n", n, rf.TrajDir, len(tasks))
 		}
 	}
+	// Before any task: the engine the tasks' images need must answer.
+	if err := bf.checkTasks(ctx, tasks); err != nil {
+		return err
+	}
+	if !rf.RunGolden {
+		if err := af.checkModel(ctx); err != nil {
+			return err
+		}
+	}
 	if p := rf.Upstream.Prepull.ptr(); p != nil && *p && len(tasks) > 0 {
 		if err := prepull(ctx, bf, tasks, rf.Workers, stderr); err != nil {
 			return err
@@ -252,13 +273,14 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 	})
 	prog := newReporter(stdout, stderr, rf.JSON, len(tasks), "swerve run", "resolved")
 	events := func(e run.Event) { prog.report(e, runLine(e), counts{e.Done, e.Total, e.Running, e.Resolved}) }
+	af.retries = func(id string, r llm.Retry) { prog.note(fmt.Sprintf("%s: model %s", id, r)) }
 	stop := gracefulStop(ctx, "stopping: nothing new starts; running tasks end after their current step and will run again next time")
 	sum, err := run.Run(ctx, run.Options{
 		Tasks: tasks, TrajDir: rf.TrajDir, ExpName: rf.ExpName, Workers: rf.Workers,
 		Scaffold: s.Name, Mode: mode, ModelName: af.LLMName, NewModel: af.model, Open: opener, AgentOpen: bf.openAgentRepo,
 		Limits: af.limits(), Sampling: af.sampling(cmd.Flags().Changed),
 		EvalTimeout: rf.EvalTimeout, Reward: rf.Reward, RunGolden: rf.RunGolden, SkipIfExists: rf.SkipIfExists,
-		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, Config: config, Events: events, Stop: stop,
+		GradeIn: rf.GradeIn, MaxAttempts: rf.MaxAttempts, MaxConsecutiveErrors: rf.MaxInfraRow, Config: config, Events: events, Stop: stop,
 		MaxIterations: rf.Upstream.MaxIterations, Box: bf.boxSettings(),
 		Override: af.override, OverrideHash: af.overrideHash,
 		Upcoming: bf.upcoming(ctx, warmBoxes(rf.RunGolden, rf.GradeIn), !rf.RunGolden),
@@ -273,12 +295,35 @@ func runRun(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, 
 			fmt.Fprintf(stderr, "swerve: interrupted; rerun the same command to finish the remaining tasks\n")
 			return exitError{130}
 		}
+		if errors.Is(err, run.ErrStopped) {
+			fmt.Fprintf(stderr, "swerve: stopped: %v\nswerve: to resume, rerun: %s\n", err, commandLine())
+			return exitError{1}
+		}
 		return err
 	}
 	if sum != nil && sum.Errors > 0 {
 		return exitError{exitTaskErrors}
 	}
 	return nil
+}
+
+// defaultMaxInfraRow is --max_consecutive_infra_errors' default.
+const defaultMaxInfraRow = 5
+
+// commandLine is this process's command line, quoted for a POSIX shell.
+func commandLine() string {
+	args := make([]string, len(os.Args))
+	for i, a := range os.Args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r == '-' || r == '_' || r == '.' || r == '/' || r == ':' || r == '=' || r == ',' || r == '@' || r == '+' ||
+				(r >= '0' && r <= '9') || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z'))
+		}) < 0 {
+			args[i] = a
+			continue
+		}
+		args[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(args, " ")
 }
 
 // exitTaskErrors is the exit status of a run, validate or grade that ended

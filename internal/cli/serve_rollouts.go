@@ -52,7 +52,10 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 		}
 	} else if ro.scaffold, ro.mode, err = af.setup(); err != nil {
 		return nil, err
+	} else if err := af.checkModel(ctx); err != nil {
+		return nil, err
 	}
+	af.retries = func(id string, r llm.Retry) { fmt.Fprintf(ro.stderr, "swerve: %s: model %s\n", id, r) }
 	if _, err := bf.resolve(ctx); err != nil {
 		return nil, err
 	}
@@ -72,6 +75,9 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 				return nil, err
 			}
 		}
+	}
+	if err := bf.checkTasks(ctx, dataset); err != nil {
+		return nil, err
 	}
 	ro.tasks = serve.NewTasks(dataset)
 	ro.dataset = dataset
@@ -187,7 +193,11 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		if name == agent.OracleName {
 			return agent.NewOracle(s, t, workdir, mode)
 		}
-		return llm.New(name, llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey, TokenIDs: ro.sf.TokenIDs})
+		opts := llm.Options{BaseURL: req.PolicyBaseURL, APIKey: req.PolicyAPIKey, TokenIDs: ro.sf.TokenIDs}
+		if report := ro.af.retries; report != nil {
+			opts.OnRetry = func(r llm.Retry) { report(t.InstanceID, r) }
+		}
+		return llm.New(name, opts)
 	}
 	var boxOpen atomic.Int64 // nanoseconds the first box (the agent's) took to open
 	opener := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {

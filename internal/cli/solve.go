@@ -41,7 +41,12 @@ Models: any LiteLLM-style name (openai/..., anthropic/..., openrouter/...,
 hosted_vllm/..., a bare name at $LLM_BASE_URL), or the offline oracle/gold,
 which applies the task's gold patch with the scaffold's own tools, and
 replay/<file>, which replays recorded replies. Offline results are marked as
-such.`,
+such.
+
+Before the box opens, the engine (for a task with an image) and the model's
+endpoint (unless --skip_llm_check) are checked: a failure is one line and exit
+status 1. Model retries are printed on stderr as they happen. The exit status
+is 3 when the episode ended in llm_error or sandbox_error.`,
 		Example: `  swerve solve --dataset examples/sample/tasks.jsonl --instance_id sample__calc-1 \
       --scaffold r2egym --llm_name oracle/gold
   OPENAI_API_KEY=... swerve solve --dataset verified-test.parquet \
@@ -61,6 +66,13 @@ such.`,
 			if err != nil {
 				return err
 			}
+			if err := bf.checkTasks(ctx, []task.Task{t}); err != nil {
+				return err
+			}
+			if err := af.checkModel(ctx); err != nil {
+				return err
+			}
+			af.retries = func(_ string, r llm.Retry) { fmt.Fprintf(stderr, "swerve: model %s\n", r) }
 			if s.Experimental {
 				fmt.Fprintf(stderr, "swerve: scaffold %s is experimental\n", s.Name)
 			}
@@ -104,6 +116,12 @@ such.`,
 			p.summary(traj, out)
 			if runErr != nil {
 				return runErr
+			}
+			if traj.ExitReason == agent.ExitLLMError || traj.ExitReason == agent.ExitSandboxError {
+				// The episode was cut short outside the model's choices:
+				// not the result asked for.
+				fmt.Fprintf(stderr, "swerve: the episode ended in %s: %s\n", traj.ExitReason, traj.ExitDetail)
+				return exitError{exitTaskErrors}
 			}
 			return nil
 		},

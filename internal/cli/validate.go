@@ -112,6 +112,9 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 				}
 			}
 			ctx := cmd.Context()
+			if err := bf.checkTasks(ctx, tasks); err != nil {
+				return err
+			}
 			closeWarm, err := bf.setPrewarm(prewarm)
 			if err != nil {
 				return err

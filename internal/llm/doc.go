@@ -65,7 +65,11 @@
 // server replaces the computed wait. Other 4xx statuses (400, 401, 403, 404,
 // ...) are final at once. A request that does not fit the model's context
 // gives an error wrapping ErrContextWindow; provider HTTP errors are
-// *APIError values.
+// *APIError values. The library prints nothing: Options.OnRetry is told
+// about each retry (Retry.String is the line a command prints).
+//
+// Probe asks an endpoint once, before a run, whether it answers, takes the
+// key and serves the model.
 //
 // # Token counts
 //

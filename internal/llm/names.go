@@ -80,6 +80,10 @@ type Options struct {
 	// Scripted). Other names ignore it.
 	Scripted []Message
 
+	// OnRetry, when set, is told about every retry before its wait (from
+	// the goroutine of the call): the library prints nothing itself.
+	OnRetry func(Retry)
+
 	// sleep waits between attempts; tests replace it to record delays.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -99,6 +103,7 @@ func (o Options) policy() policy {
 		baseDelay:  o.BaseDelay,
 		maxDelay:   o.MaxDelay,
 		sleep:      o.sleep,
+		onRetry:    o.OnRetry,
 	}
 	switch {
 	case p.maxRetries == 0:

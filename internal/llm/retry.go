@@ -230,6 +230,26 @@ type policy struct {
 	baseDelay  time.Duration
 	maxDelay   time.Duration
 	sleep      func(ctx context.Context, d time.Duration) error
+	onRetry    func(Retry)
+}
+
+// Retry describes one retry of a model call, for Options.OnRetry.
+type Retry struct {
+	// Model is the model's name as given.
+	Model string
+	// Attempt is the number of the attempt about to start (2 for the
+	// first retry); Attempts is how many the call may make in all.
+	Attempt  int
+	Attempts int
+	// Wait is the pause before it.
+	Wait time.Duration
+	// Err is why the previous attempt failed.
+	Err error
+}
+
+// String is the retry as one line: "retry 3/7 in 4s: connection refused".
+func (r Retry) String() string {
+	return fmt.Sprintf("retry %d/%d in %s: %s", r.Attempt, r.Attempts, r.Wait.Round(100*time.Millisecond), Cause(r.Err))
 }
 
 // do runs attempt until it succeeds, fails for good, or runs out of
@@ -262,6 +282,9 @@ func (p policy) do(ctx context.Context, label string, attempt func(ctx context.C
 		wait := p.backoff(n)
 		if isAPI && apiErr.HasRetryAfter {
 			wait = apiErr.RetryAfter
+		}
+		if p.onRetry != nil {
+			p.onRetry(Retry{Model: label, Attempt: n + 2, Attempts: p.maxRetries + 1, Wait: wait, Err: err})
 		}
 		if serr := p.sleep(ctx, wait); serr != nil {
 			return n, fmt.Errorf("%s: %w (last error: %v)", label, serr, err)

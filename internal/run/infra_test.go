@@ -502,3 +502,50 @@ func TestRunOlderRecords(t *testing.T) {
 	}
 	checkOutputs(t, o.TrajDir, ids(tasks), 2, false)
 }
+
+// TestRunStopsAfterConsecutiveErrors: MaxConsecutiveErrors infrastructure
+// errors of one kind in a row (a model endpoint gone) stop the run with
+// what finished kept, and the same run resumes; a reward of 0 the model
+// caused breaks the row, and so never counts.
+func TestRunStopsAfterConsecutiveErrors(t *testing.T) {
+	tasks := allTasks(t)[:5]
+	gone := failingModel{fmt.Errorf("openai/failing: giving up after 7 attempts: dial tcp 127.0.0.1:9: connect: connection refused")}
+	t.Run("stops", func(t *testing.T) {
+		down := true
+		o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+		o.Workers, o.MaxConsecutiveErrors = 1, 3
+		o.NewModel = func(s *agent.Scaffold, tk *task.Task, wd string, mode agent.Mode) (llm.Client, error) {
+			if down {
+				return gone, nil
+			}
+			return agent.NewOracle(s, tk, wd, mode)
+		}
+		sum, err := run.Run(context.Background(), o)
+		if !errors.Is(err, run.ErrStopped) || !strings.Contains(err.Error(), "3 tasks in a row ended in a llm error") || !strings.Contains(err.Error(), "rerun the same command") {
+			t.Fatalf("err %v; want the run stopped after 3 llm errors", err)
+		}
+		if sum.Ran != 3 || sum.Errors != 3 {
+			t.Fatalf("ran %d, %d errors; want 3 of 5 tasks run, all errors", sum.Ran, sum.Errors)
+		}
+		down = false
+		sum, err = run.Run(context.Background(), o)
+		if err != nil || sum.Resolved != 5 || sum.Retried != 3 {
+			t.Fatalf("rerun: %v, resolved %d, retried %d", err, sum.Resolved, sum.Retried)
+		}
+	})
+	t.Run("a reward of 0 breaks the row", func(t *testing.T) {
+		o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+		o.Workers, o.MaxConsecutiveErrors = 1, 3
+		o.NewModel = func(s *agent.Scaffold, tk *task.Task, wd string, mode agent.Mode) (llm.Client, error) {
+			if tk.InstanceID == tasks[2].InstanceID {
+				// The model's own failure: reward 0, not an error.
+				return failingModel{&llm.APIError{Provider: "openai", StatusCode: 400, Message: "invalid tool call"}}, nil
+			}
+			return gone, nil
+		}
+		sum, err := run.Run(context.Background(), o)
+		if err != nil || sum.Ran != 5 || sum.Errors != 4 {
+			t.Fatalf("run: %v, ran %d, %d errors; want all 5 run, 4 errors", err, sum.Ran, sum.Errors)
+		}
+	})
+}

@@ -226,6 +226,9 @@ func agentLog(rec *Record) string {
 		for _, s := range t.Steps {
 			when := at.Add(time.Duration(s.TotalTime * float64(time.Second)))
 			logf(when, "INFO", "agent.py:0", "=== step %d (model %.2fs, tools %.2fs, tokens in %d out %d)", s.Count, s.LLMTime, s.EnvTime, s.PromptTokens, s.OutputTokens)
+			if s.Retries > 0 {
+				logf(when, "WARNING", "agent.py:0", "the model call was retried %d times before this reply", s.Retries)
+			}
 			logf(when, "INFO", "agent.py:0", "Prompt Tokens: %d\nCompletion Tokens: %d\nTotal Tokens: %d", s.PromptTokens, s.OutputTokens, s.TotalTokens)
 			logf(when, "INFO", "agent.py:0", "THOUGHT:\n%s\n", s.Thought)
 			if s.FormatError != "" {

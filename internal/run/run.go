@@ -111,6 +111,12 @@ type Options struct {
 	// infrastructure error, counted across runs (default
 	// DefaultMaxAttempts); a task at the bound is given up.
 	MaxAttempts int
+	// MaxConsecutiveErrors stops the run when this many tasks in a row
+	// (in the order they end) end in an infrastructure error of the same
+	// kind — an engine or a model endpoint gone — so that the rest do not
+	// spend their attempts on it; 0: no limit. A graded task, whatever
+	// its reward, breaks the row.
+	MaxConsecutiveErrors int
 	// MaxIterations runs a task's episode up to this many times, each in a
 	// fresh box, until the model submits (upstream's --max_iterations): at
 	// temperature 0 the retries sample at 0.1, then 0.2 (capped there);
@@ -300,6 +306,12 @@ type Summary struct {
 // ErrInterrupted is returned when Stop ended the run early.
 var ErrInterrupted = errors.New("run interrupted")
 
+// ErrStopped is wrapped by the error of a run that stopped on an
+// infrastructure failure every task would meet (a full disk, an engine
+// that cannot be reached, Options.MaxConsecutiveErrors errors in a row):
+// what finished is kept, and the same command resumes.
+var ErrStopped = errors.New("run stopped")
+
 // Run runs every task not yet finished and writes the outputs.
 func Run(ctx context.Context, opts Options) (*Summary, error) {
 	if opts.TrajDir == "" || opts.ExpName == "" {
@@ -437,6 +449,10 @@ type runner struct {
 	retried     int
 	interrupted bool
 	fatal       error
+	// streak counts the tasks in a row that ended in an error of kind
+	// streakKind.
+	streak     int
+	streakKind ErrorKind
 }
 
 // attempts is the number of attempts a record counts (0 for none; records
@@ -555,6 +571,7 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	if prev != nil {
 		r.retried++
 	}
+	streakErr := r.countStreak(rec)
 	switch {
 	case rec.Failed():
 		r.errors++
@@ -569,7 +586,29 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	r.emit(e)
 	if err := runWide(rec); err != nil {
 		r.setFatal(err)
+	} else if streakErr != nil {
+		r.setFatal(streakErr)
 	}
+}
+
+// countStreak counts rec into the row of errors of one kind (r.mu held),
+// and returns the error that stops the run when the row reaches
+// MaxConsecutiveErrors. A graded record ends the row: a reward of 0 is
+// the model's and never counts.
+func (r *runner) countStreak(rec *Record) error {
+	if !rec.Failed() {
+		r.streak, r.streakKind = 0, ""
+		return nil
+	}
+	if rec.ErrorKind != r.streakKind {
+		r.streak, r.streakKind = 0, rec.ErrorKind
+	}
+	r.streak++
+	if n := r.opts.MaxConsecutiveErrors; n > 0 && r.streak >= n {
+		return fmt.Errorf("%d tasks in a row ended in a %s error (the last, %s: %s): %w; what finished is kept: fix the cause and rerun the same command to resume",
+			r.streak, rec.ErrorKind, rec.InstanceID, rec.Error, ErrStopped)
+	}
+	return nil
 }
 
 // runWide returns the error that stops the run when rec's failure is one
@@ -581,9 +620,9 @@ func runWide(rec *Record) error {
 	}
 	switch {
 	case rec.ErrorKind == KindDisk:
-		return fmt.Errorf("task %s: a disk is full (%s): free space and rerun the same command to resume", rec.InstanceID, rec.Error)
+		return fmt.Errorf("task %s: a disk is full (%s): %w: free space and rerun the same command to resume", rec.InstanceID, rec.Error, ErrStopped)
 	case rec.ErrorKind == KindEngine && errors.Is(rec.cause, sandbox.ErrUnavailable):
-		return fmt.Errorf("task %s: the container engine cannot be reached (%s): start it and rerun the same command to resume", rec.InstanceID, rec.Error)
+		return fmt.Errorf("task %s: the container engine cannot be reached (%s): %w: start it and rerun the same command to resume", rec.InstanceID, rec.Error, ErrStopped)
 	}
 	return nil
 }

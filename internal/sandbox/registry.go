@@ -27,6 +27,10 @@ type Registration struct {
 	// Aliases are other names --backend accepts for it (upstream's
 	// spellings: "kubernetes" for "k8s", "singularity" for "apptainer").
 	Aliases []string
+	// HostDir marks a backend whose boxes are copies of a host directory
+	// (Spec.Image names the directory): it cannot start a task's image,
+	// so "auto" never picks it for a box that needs one (ResolveImage).
+	HostDir bool
 	// Params are the backend's own settings. Every command with --backend
 	// offers each as a flag --NAME; the backend reads them with
 	// Options.Param.
@@ -219,8 +223,19 @@ func Known() []string {
 // settings the backend will be created with. It returns the backend auto
 // would choose, or name.
 func Check(ctx context.Context, name string, opts Options) (string, error) {
+	return check(ctx, name, opts, false)
+}
+
+// CheckImage is Check for commands whose boxes start from images (the
+// tasks name one): "auto" passes only when a backend that starts images
+// answers, and fails otherwise with ResolveImage's one line.
+func CheckImage(ctx context.Context, name string, opts Options) (string, error) {
+	return check(ctx, name, opts, true)
+}
+
+func check(ctx context.Context, name string, opts Options, image bool) (string, error) {
 	if name == "" || name == "auto" {
-		got, _, err := Resolve(ctx, name, opts)
+		got, _, err := resolve(ctx, name, opts, image)
 		return got, err
 	}
 	r, err := lookupKnown(name)
@@ -262,6 +277,19 @@ var AutoOrder = []string{"docker", "local"}
 // probe succeeds under opts, and checks any other name exists. It returns
 // the chosen name and, for auto, why earlier backends were passed over.
 func Resolve(ctx context.Context, name string, opts Options) (string, []string, error) {
+	return resolve(ctx, name, opts, false)
+}
+
+// ResolveImage is Resolve for a box that starts from an image: "auto"
+// passes over the backends that only copy a host directory (HostDir), so
+// that a task naming an image never runs on the host in its place. When
+// no backend that starts images answers, the error is one line — each
+// probe's reason and the ways out — and wraps ErrUnavailable.
+func ResolveImage(ctx context.Context, name string, opts Options) (string, []string, error) {
+	return resolve(ctx, name, opts, true)
+}
+
+func resolve(ctx context.Context, name string, opts Options, image bool) (string, []string, error) {
 	if name != "" && name != "auto" {
 		_, err := lookupKnown(name)
 		return Canonical(name), nil, err
@@ -269,7 +297,7 @@ func Resolve(ctx context.Context, name string, opts Options) (string, []string, 
 	var skipped []string
 	for _, n := range AutoOrder {
 		r, err := Lookup(n)
-		if err != nil {
+		if err != nil || (image && r.HostDir) {
 			continue
 		}
 		if r.Probe == nil {
@@ -280,6 +308,16 @@ func Resolve(ctx context.Context, name string, opts Options) (string, []string, 
 			continue
 		}
 		return n, skipped, nil
+	}
+	if image {
+		why := "no container backend is registered"
+		if len(skipped) > 0 {
+			// The kind each probe's error wraps says nothing here.
+			why = strings.ReplaceAll(strings.Join(skipped, "; ")+";", ": "+ErrUnavailable.Error()+";", ";")
+			why = strings.TrimSuffix(why, ";")
+		}
+		return "", skipped, &backendError{"--backend auto: the task names an image and no container engine answers (" + why +
+			"): start the engine, or pass --backend local to run tasks that have a source_dir on this host", ErrUnavailable}
 	}
 	return "", skipped, fmt.Errorf("sandbox: no backend available (%v): %w", slices.Clip(skipped), ErrUnavailable)
 }

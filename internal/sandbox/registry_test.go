@@ -154,3 +154,53 @@ func TestProbeSeesOptions(t *testing.T) {
 		t.Errorf("probes saw %q, want %q", got, want)
 	}
 }
+
+// TestResolveImage: a box that starts from an image never lands on a
+// backend that only copies a host directory, and "auto" with no engine
+// is one line naming the engine's error and the ways out.
+func TestResolveImage(t *testing.T) {
+	down := errors.New("dial unix /nowhere/docker.sock: connect: no such file or directory")
+	host := func() *Registration { r := reg("local", nil); r.HostDir = true; return r }
+	tests := []struct {
+		name    string
+		regs    []*Registration
+		ask     string
+		want    string
+		wantErr error
+		msg     []string
+	}{
+		{"engine up", []*Registration{reg("docker", nil), host()}, "auto", "docker", nil, nil},
+		{"engine down: no fallback to the host", []*Registration{reg("docker", down), host()}, "auto", "", ErrUnavailable,
+			[]string{"--backend auto: the task names an image and no container engine answers (docker: dial unix /nowhere/docker.sock", "--backend local"}},
+		{"empty name is auto", []*Registration{reg("docker", down), host()}, "", "", ErrUnavailable, []string{"no container engine answers"}},
+		{"no container backend at all", []*Registration{host()}, "auto", "", ErrUnavailable, []string{"no container backend is registered"}},
+		{"a named backend is taken as named", []*Registration{reg("docker", down), host()}, "local", "local", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			withRegistry(t, []string{"docker", "local"}, tt.regs...)
+			got, _, err := ResolveImage(context.Background(), tt.ask, Options{})
+			if !errors.Is(err, tt.wantErr) || got != tt.want {
+				t.Fatalf("ResolveImage(%q) = %q, %v; want %q, %v", tt.ask, got, err, tt.want, tt.wantErr)
+			}
+			for _, m := range tt.msg {
+				if !strings.Contains(err.Error(), m) {
+					t.Errorf("ResolveImage(%q) error %q lacks %q", tt.ask, err, m)
+				}
+			}
+			if err != nil && strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+			gotC, errC := CheckImage(context.Background(), tt.ask, Options{})
+			if !errors.Is(errC, tt.wantErr) || gotC != tt.want {
+				t.Errorf("CheckImage(%q) = %q, %v; want %q, %v", tt.ask, gotC, errC, tt.want, tt.wantErr)
+			}
+			// Without an image, auto still takes the host backend.
+			if tt.ask == "auto" && len(tt.regs) == 2 {
+				if got, _, err := Resolve(context.Background(), "auto", Options{}); err != nil || got == "" {
+					t.Errorf("Resolve(auto) = %q, %v; want a backend", got, err)
+				}
+			}
+		})
+	}
+}

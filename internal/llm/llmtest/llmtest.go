@@ -270,6 +270,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.serveTokenize(w, body)
 		return
 	}
+	if r.Method == http.MethodGet && (r.URL.Path == "/models" || strings.HasPrefix(r.URL.Path, "/v1/models")) {
+		// The model list real servers answer, which swerve asks once
+		// before a run (llm.Probe): empty, so any model passes. Not a
+		// request of the script, so not recorded.
+		if strings.HasPrefix(r.URL.Path, "/v1/models/") {
+			s.write(w, http.StatusOK, nil, []byte(`{"type":"model","id":"`+strings.TrimPrefix(r.URL.Path, "/v1/models/")+`"}`))
+			return
+		}
+		s.write(w, http.StatusOK, nil, []byte(`{"object":"list","data":[]}`))
+		return
+	}
 	if r.Method != http.MethodPost || r.URL.Path != s.path() {
 		s.t.Errorf("llmtest: %s server got %s %s, want POST %s", s.provider, r.Method, r.URL.Path, s.path())
 		rec.Status, rec.Response = http.StatusNotFound, s.errorBody(&Error{Type: "invalid_request_error", Message: "Unknown request URL: " + r.Method + " " + r.URL.Path})

@@ -42,6 +42,7 @@ func init() {
 	sandbox.Register(&sandbox.Registration{
 		Name:        Name,
 		Description: "host processes in a temporary copy of the repository (no isolation; needs no engine)",
+		HostDir:     true,
 		New: func(_ context.Context, opts sandbox.Options) (sandbox.Backend, error) {
 			return New(opts)
 		},
