@@ -9,6 +9,8 @@ import (
 	"math/rand/v2"
 	"path"
 	"regexp"
+
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"slices"
 	"strconv"
 	"strings"
@@ -461,7 +463,7 @@ func goMaySkip(fd *ast.FuncDecl) bool {
 	return skip
 }
 
-var goFixedPort = regexp.MustCompile(`"[^"\s]*:[1-9][0-9]{1,4}["/]`)
+var goFixedPort = lazyre.New(`"[^"\s]*:[1-9][0-9]{1,4}["/]`)
 
 // goEdit replaces bytes [start, end) of the file.
 type goEdit struct {
