@@ -156,7 +156,7 @@ examples.`,
 	fs.IntVar(&df.K, "limit", 0, "convert at most N tasks, the first ones (0: all; same as --k)")
 	fs.BoolVar(&opts.NoSolution, "no-solution", false, "leave solution/ out, even for rows with a gold patch")
 	fs.BoolVar(&strictMarker, "strict-marker", true, "read the reward only from the eval script's own OMNIGRIL_EXIT_CODE echo (always on; =false is refused)")
-	fs.IntVarP(&opts.Jobs, "jobs", "j", 4, "task directories written at once")
+	workersVarP(fs, &opts.Jobs, "jobs", "j", 4, "task directories written at once")
 	fs.BoolVar(&opts.Force, "force", false, "replace task directories that exist already")
 	fs.StringVar(&opts.BaseImage, "base-image", "", "for rows with a host repository (source_dir) but no Dockerfile: build FROM this image with the repository copied to /testbed (needs bash and git)")
 	fs.BoolVar(&opts.SkipUnsupported, "skip-unsupported", false, "leave out rows that cannot become Harbor tasks (listed on stderr) instead of failing")

@@ -329,7 +329,7 @@ count as unresolved.`,
 	f.StringVar(&runID, "run_id", "swerve", "run id, as in the harness's log directory and summary name")
 	f.StringVar(&logDir, "log_dir", filepath.Join("logs", "run_evaluation"), "where per-instance logs and reports go")
 	f.StringVar(&reportDir, "report_dir", ".", "where the run summary goes")
-	f.IntVar(&workers, "max_workers", 4, "predictions graded at once")
+	workersVar(f, &workers, "max_workers", 4, "predictions graded at once")
 	f.BoolVar(&strictMarkers, "strict-markers", false, "with --log: refuse a SWE-bench log whose test output markers bash did not trace, instead of grading it unanchored by the harness's rule")
 	f.StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdict), zero (reward 0), ignore (no check)")
 	return cmd

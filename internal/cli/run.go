@@ -115,7 +115,7 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 	af.register(cmd.Flags())
 	fs := cmd.Flags()
 	rf.Upstream.register(fs, &rf.EvalTimeout)
-	fs.IntVar(&rf.Workers, "max_workers", 1, "tasks run at once")
+	workersVar(fs, &rf.Workers, "max_workers", 1, "tasks run at once")
 	fs.StringVar(&rf.TrajDir, "traj_dir", "", "output directory (default ./run_logs/<exp_name>)")
 	fs.StringVar(&rf.ExpName, "exp_name", "", "experiment name: names <exp_name>.jsonl (default: the dataset's name)")
 	secondsVar(fs, &rf.EvalTimeout, "eval_timeout", 300*time.Second, "time limit of the eval script, in seconds")

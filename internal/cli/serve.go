@@ -125,7 +125,7 @@ the command line win.`,
 	fs.StringVar(&sf.Listen, "listen", serve.DefaultListen, "address to listen on (host:port)")
 	fs.StringVar(&sf.Token, "token", "", "bearer token every request but GET / must carry (default $SWERVE_TOKEN); required off loopback")
 	fs.StringVar(&sf.Config, "config", "", "YAML file with Gym's agent keys and these flags (flags win)")
-	fs.IntVar(&sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
+	workersVar(fs, &sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
 	fs.IntVar(&sf.Queue, "queue", serve.DefaultQueue, "rollouts that may wait for a slot; past that, 429")
 	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (the apptainer backend); empty: --backend decides")
 	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity, e.g. '/images/{instance_id}.sif' (sets --sif_template; unused with docker)")
@@ -136,7 +136,7 @@ the command line win.`,
 	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
 	fs.StringVar(&sf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.BoolVar(&sf.TokenIDs, "token_ids", false, "ask the policy server for token ids and log-probs (vLLM, NeMo RL and Gym model servers give them) and put them on every model output item, contiguous across turns; a server that does not give them fails the rollout")
-	fs.IntVar(&sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
+	workersVar(fs, &sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
 	secondsVar(fs, &sf.SessionTTL, "session_ttl", sessions.DefaultTTL, "a session left unused this long is closed and its box removed")
 	registerPrewarm(fs, &sf.Prewarm)
 	return cmd
