@@ -199,7 +199,18 @@ func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 		}
 		return err
 	}
-	return nil
+	return nothingProven(stderr, sum)
+}
+
+// nothingProven is build's exit status once it finished: a build that
+// proved none of its instances did not do what was asked, so it exits 1
+// with a line saying so (the summary above lists why each failed).
+func nothingProven(stderr io.Writer, s *build.Summary) error {
+	if s == nil || s.Main.Total == 0 || s.Main.Succeeded > 0 {
+		return nil
+	}
+	fmt.Fprintf(stderr, "swerve: build proved none of the %d instances (see the failures above)\n", s.Main.Total)
+	return exitError{1}
 }
 
 // buildModel turns --model_name into a model name and options the way
