@@ -109,9 +109,6 @@ examples.`,
 			if !strictMarker {
 				return errors.New("--strict-marker=false: swerve has no lenient mode; the reward comes only from the eval script's own OMNIGRIL_EXIT_CODE echo (an exit status or a printed line can lie)")
 			}
-			if opts.Jobs < 1 {
-				return fmt.Errorf("-j/--jobs: want at least 1, got %d", opts.Jobs)
-			}
 			if df.K < 0 {
 				return fmt.Errorf("--limit: want 0 (all) or more, got %d", df.K)
 			}

@@ -130,7 +130,7 @@ the command line win.`,
 	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (the apptainer backend); empty: --backend decides")
 	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity, e.g. '/images/{instance_id}.sif' (sets --sif_template; unused with docker)")
 	fs.BoolVar(&sf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
-	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script, in seconds")
+	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script")
 	fs.BoolVar(&sf.SkipIfExists, "skip_if_exists", false, "answer from --results_dir when a result for the row's instance_id and model is there")
 	fs.StringVar(&sf.ResultsDir, "results_dir", "", "keep each rollout's answer as DIR/<subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); default: nowhere")
 	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
