@@ -56,7 +56,7 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.MaxStepsAbs, "max_steps_absolute", agent.DefaultMaxStepsAbsolute, "hard step limit")
 	fs.IntVar(&f.MaxTokens, "max_token_limit", agent.DefaultMaxTokens, "the conversation's size limit in tokens")
 	fs.IntVar(&f.MaxTokens, "max_tokens", agent.DefaultMaxTokens, "same as --max_token_limit (upstream runner's name)")
-	secondsVar(fs, &f.StepTimeout, "step_timeout", agent.DefaultStepTimeout, "time limit of one command, in seconds (or a duration like 2m)")
+	secondsVar(fs, &f.StepTimeout, "step_timeout", agent.DefaultStepTimeout, "time limit of one command")
 	secondsVar(fs, &f.WallTime, "wall_time", 0, "time limit of one episode (0: none)")
 	fs.Float64Var(&f.CostLimit, "cost_limit", 0, "cost budget of one episode in USD (0: none)")
 	fs.IntVar(&f.Collapse, "collapse_limit", agent.DefaultCollapseLimit, "warn the model after the same command this many times in a row (-1: never)")
@@ -66,6 +66,8 @@ func (f *agentFlags) register(fs *pflag.FlagSet) {
 	fs.IntVar(&f.FormatErrors, "max_format_errors", agent.DefaultMaxFormatErrors, "end the episode after this many unreadable replies in a row")
 	fs.BoolVar(&f.SkipLLMCheck, "skip_llm_check", false, "do not ask the model's endpoint (GET /models, else a one-token completion) whether it answers, takes the key and serves the model before the first task")
 	fs.StringVar(&f.ArgsPath, "args_path", "", "R2E-Gym's AgentArgs YAML: its system_prompt, instance_prompt and command_files replace the scaffold's (other_args max_retries and timeout set the model client's)")
+	setFlagGroup(fs, groupAgent, "max_steps", "max_steps_absolute", "max_token_limit", "max_tokens", "step_timeout", "wall_time", "cost_limit",
+		"collapse_limit", "temperature", "top_p", "max_output_tokens", "max_format_errors", "args_path")
 }
 
 // pyBool is a boolean flag that takes its value as the next word, the way

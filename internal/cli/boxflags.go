@@ -69,6 +69,7 @@ func (f *boxFlags) register(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.HistoryImages, "history_images", true, "container backends that build images (docker, podman): strip each task image's repository of everything past its base commit once, into a derived image (swerve-nofuture:<hash>) agent boxes open from; false: strip in every agent box (every box is proved either way)")
 	fs.BoolVar(&f.Unhardened, "unhardened", false, "container box: keep the engine's default capabilities and let programs gain privileges (sudo, setuid); limits and --network still apply")
 	f.Params = registerParams(fs)
+	setFlagGroup(fs, groupBox, "pull", "network", "image", "source", "workdir", "cpus", "memory_mb", "pids", "cap_add", "history_images", "unhardened")
 }
 
 // paramFlags are the registered backends' own settings (sandbox.Param) as
@@ -94,6 +95,7 @@ func registerParams(fs *pflag.FlagSet) paramFlags {
 			usage += " (" + strings.Join(notes, "; ") + ")"
 		}
 		pf[p.Name] = fs.String(p.Name, "", usage)
+		setFlagGroup(fs, groupBackend, p.Name)
 	}
 	return pf
 }

@@ -98,7 +98,7 @@ run again (failures are retried), so an interrupted build resumes.`,
 	fs.StringVar(&bf.Output, "output", "", "run directory for every output")
 	fs.IntVar(&bf.MaxIterations, "max-iterations", build.DefaultMaxIterations, "attempts per instance, the first included (1: no repair, no model)")
 	secondsVar(fs, &bf.EvalTimeout, "eval-timeout", 300*time.Second, "time limit of each eval script run; a task past it is filtered out")
-	fs.IntVar(&bf.Workers, "max-workers", 2, "instances built at once")
+	workersVar(fs, &bf.Workers, "max-workers", 2, "instances built at once")
 	fs.BoolVar(&bf.SkipExisting, "skip-existing", false, "keep instances that succeeded before; failed and unfinished ones run again")
 	fs.StringVar(&bf.ModelName, "model_name", "", "repair model (OpenRouter or OpenAI-compatible chat model)")
 	fs.StringVar(&bf.RepoCache, "repo-cache", "", "directory of local git mirrors to clone GitHub repositories from (offline builds)")
@@ -199,7 +199,18 @@ func runBuild(cmd *cobra.Command, bf *buildFlags) error {
 		}
 		return err
 	}
-	return nil
+	return nothingProven(stderr, sum)
+}
+
+// nothingProven is build's exit status once it finished: a build that
+// proved none of its instances did not do what was asked, so it exits 1
+// with a line saying so (the summary above lists why each failed).
+func nothingProven(stderr io.Writer, s *build.Summary) error {
+	if s == nil || s.Main.Total == 0 || s.Main.Succeeded > 0 {
+		return nil
+	}
+	fmt.Fprintf(stderr, "swerve: build proved none of the %d instances (see the failures above)\n", s.Main.Total)
+	return exitError{1}
 }
 
 // buildModel turns --model_name into a model name and options the way

@@ -266,3 +266,31 @@ func TestBuildSummaryShortensFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestBuildExitsNonZeroWhenNothingProven: a build that proved nothing
+// exits 1 with a line saying so; one that proved anything exits 0.
+func TestBuildExitsNonZeroWhenNothingProven(t *testing.T) {
+	for _, tt := range []struct {
+		total, succeeded int
+		code             int
+	}{
+		{2, 0, 1},
+		{2, 1, 0},
+		{2, 2, 0},
+		{0, 0, 0},
+	} {
+		s := &build.Summary{}
+		s.Main.Total, s.Main.Succeeded = tt.total, tt.succeeded
+		var b strings.Builder
+		err := nothingProven(&b, s)
+		code := 0
+		if ee, ok := err.(exitError); ok {
+			code = ee.code
+		} else if err != nil {
+			code = -1
+		}
+		if code != tt.code || (code != 0) != strings.Contains(b.String(), "proved none") {
+			t.Errorf("%d of %d proven: exit %d (%v), stderr %q; want exit %d", tt.succeeded, tt.total, code, err, b.String(), tt.code)
+		}
+	}
+}

@@ -57,7 +57,7 @@ Instances, Average Turns) and the exit reasons over the whole output.`,
 	f.StringVar(&opts.Server, "server", "http://127.0.0.1:8000", "rollout server base URL (swerve serve, or any NeMo Gym agent server)")
 	f.StringVarP(&opts.Input, "input", "i", "", "input JSONL: one NeMo Gym row a line (needs responses_create_params)")
 	f.StringVarP(&opts.Output, "output", "o", "", "output JSONL of rollout rows (appended to; a rerun resumes)")
-	f.IntVar(&opts.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight at most")
+	workersVar(f, &opts.Concurrency, "concurrency", collect.DefaultConcurrency, "requests in flight at most")
 	f.IntVar(&opts.NumRepeats, "num_repeats", 1, "rollouts per row (GRPO group size)")
 	f.IntVar(&opts.Limit, "limit", 0, "take only the first N rows (0: all)")
 	f.StringVar(&opts.Token, "token", "", "bearer token for the server (default $SWERVE_TOKEN)")

@@ -109,9 +109,6 @@ examples.`,
 			if !strictMarker {
 				return errors.New("--strict-marker=false: swerve has no lenient mode; the reward comes only from the eval script's own OMNIGRIL_EXIT_CODE echo (an exit status or a printed line can lie)")
 			}
-			if opts.Jobs < 1 {
-				return fmt.Errorf("-j/--jobs: want at least 1, got %d", opts.Jobs)
-			}
 			if df.K < 0 {
 				return fmt.Errorf("--limit: want 0 (all) or more, got %d", df.K)
 			}
@@ -156,7 +153,7 @@ examples.`,
 	fs.IntVar(&df.K, "limit", 0, "convert at most N tasks, the first ones (0: all; same as --k)")
 	fs.BoolVar(&opts.NoSolution, "no-solution", false, "leave solution/ out, even for rows with a gold patch")
 	fs.BoolVar(&strictMarker, "strict-marker", true, "read the reward only from the eval script's own OMNIGRIL_EXIT_CODE echo (always on; =false is refused)")
-	fs.IntVarP(&opts.Jobs, "jobs", "j", 4, "task directories written at once")
+	workersVarP(fs, &opts.Jobs, "jobs", "j", 4, "task directories written at once")
 	fs.BoolVar(&opts.Force, "force", false, "replace task directories that exist already")
 	fs.StringVar(&opts.BaseImage, "base-image", "", "for rows with a host repository (source_dir) but no Dockerfile: build FROM this image with the repository copied to /testbed (needs bash and git)")
 	fs.BoolVar(&opts.SkipUnsupported, "skip-unsupported", false, "leave out rows that cannot become Harbor tasks (listed on stderr) instead of failing")

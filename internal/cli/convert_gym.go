@@ -12,6 +12,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/convert/gym"
+	"github.com/swerve-dev/swerve/internal/fsutil"
 )
 
 func init() { registerConvert(newConvertGymCmd) }
@@ -73,7 +74,7 @@ grader; R2E-Gym rows and Harbor tasks cannot be graded from a Gym row
 			if err != nil {
 				return err
 			}
-			tmp, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
+			tmp, err := fsutil.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp-*")
 			if err != nil {
 				return err
 			}

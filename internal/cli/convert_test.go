@@ -80,7 +80,7 @@ func TestConvertHarborCLI(t *testing.T) {
 	}{
 		{[]string{"--out-dir", ""}, "--out-dir: name the directory"},
 		{[]string{"--strict-marker=false"}, "--strict-marker=false: swerve has no lenient mode"},
-		{[]string{"-j", "0"}, "-j/--jobs: want at least 1, got 0"},
+		{[]string{"-j", "0"}, `invalid argument "0" for "-j, --jobs" flag: 0: must be at least 1`},
 		{[]string{"--limit", "-1"}, "--limit: want 0 (all) or more, got -1"},
 	} {
 		args := append([]string{"convert", "harbor", "--input", sample, "--base-image", "b"}, tt.args...)

@@ -151,7 +151,7 @@ With --llm_name (and the provider's key) it runs that model instead, with
 	fs.StringVar(&llmName, "llm_name", "", "run this model instead of oracle/gold (needs its API key)")
 	fs.StringVar(&scaffold, "scaffold", "mini_swe_agent", "scaffold for --llm_name")
 	fs.Var(&fn, "use_fn_calling", "True or False, for --llm_name (default: the scaffold's own mode)")
-	fs.IntVar(&workers, "max_workers", 3, "tasks run at once")
+	workersVar(fs, &workers, "max_workers", 3, "tasks run at once")
 	fs.StringVar(&base, "base_image", demo.BaseImage, "base image of the demo images (built with debootstrap when missing or built from another recipe)")
 	cmd.AddCommand(newDemoBaseImageCmd())
 	return cmd

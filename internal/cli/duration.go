@@ -39,3 +39,36 @@ func secondsVar(fs *pflag.FlagSet, p *time.Duration, name string, value time.Dur
 	*p = value
 	fs.Var((*seconds)(p), name, usage+" (seconds, or a duration such as 90s or 5m)")
 }
+
+// atLeastOne is an int flag that refuses 0 and negative numbers at parse
+// time, naming the flag: a worker or concurrency count below 1 is a
+// mistake, not a request for one.
+type atLeastOne int
+
+func (n *atLeastOne) String() string { return strconv.Itoa(int(*n)) }
+func (n *atLeastOne) Type() string   { return "int" }
+
+func (n *atLeastOne) Set(v string) error {
+	i, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", v)
+	}
+	if i < 1 {
+		return fmt.Errorf("%d: must be at least 1", i)
+	}
+	*n = atLeastOne(i)
+	return nil
+}
+
+// workersVar defines a count flag (workers, concurrency, jobs) that must be
+// at least 1.
+func workersVar(fs *pflag.FlagSet, p *int, name string, value int, usage string) {
+	*p = value
+	fs.Var((*atLeastOne)(p), name, usage)
+}
+
+// workersVarP is workersVar with a one-letter shorthand.
+func workersVarP(fs *pflag.FlagSet, p *int, name, short string, value int, usage string) {
+	*p = value
+	fs.VarP((*atLeastOne)(p), name, short, usage)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -58,16 +59,35 @@ func gradeInBox(ctx context.Context, bf *boxFlags, t *task.Task, opts grader.Opt
 // where the repository is in them.
 func boxOpener(bf *boxFlags, stderr io.Writer) grader.Opener {
 	return func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
+		reward.Phase(ctx, "opening a box")
+		opened := time.Now()
 		box, backend, err := bf.open(ctx, *t, stderr)
 		if err != nil {
 			return nil, "", &openError{err}
 		}
+		reward.Phase(ctx, fmt.Sprintf("box open (%.1fs)", time.Since(opened).Seconds()))
 		workdir := bf.Workdir
 		if backend == "local" && workdir == "" {
 			workdir = "." // the copy of the repository is the box's directory
 		}
 		return box, workdir, nil
 	}
+}
+
+// withGradePhases makes the phases of a grade (opening the box, applying
+// the patch, running the tests, grading) visible while it works: a line
+// each on stderr when stderr is a terminal, and at --log-level info in the
+// log. Stdout (the verdict's JSON) never gets them.
+func withGradePhases(ctx context.Context, stderr io.Writer, id string) context.Context {
+	tty := isTerminal(stderr)
+	start := time.Now()
+	return reward.WithPhases(ctx, func(phase string) {
+		if tty {
+			fmt.Fprintf(stderr, "swerve: %s: %s\n", id, phase)
+			return
+		}
+		slog.Info("grade", "instance_id", id, "phase", phase, "elapsed", time.Since(start).Round(time.Millisecond))
+	})
 }
 
 // openError marks an error of gradeInBox as the box's that would not open.
@@ -127,7 +147,11 @@ write). With --patch (or --gold for the task's own fix: its gold patch, or a
 Harbor task's solution/solve.sh) it opens a fresh box from the task's image,
 applies the patch as the harness does (git apply, then --3way, --reject, then
 patch --fuzz=5), runs the tests under --eval_timeout, and grades the output.
-An empty patch file runs the tests on the unpatched repository.
+An empty patch file runs the tests on the unpatched repository; a file that
+is no diff at all (no file header git apply or patch reads) is refused at
+once, before any box opens. While it works grade says what it is doing
+(opening the box, applying the patch, running the tests, grading) on stderr
+when that is a terminal, and in the log at --log-level info.
 
 In a box the eval script runs sealed: bash's own trace of it carries a
 random nonce the tests never see, and every verdict is read from those
@@ -241,6 +265,17 @@ count as unresolved.`,
 			if modes != 1 {
 				return fmt.Errorf("give exactly one of --log, --patch, --gold and --predictions")
 			}
+			var patch []byte
+			if patchPath != "" {
+				// Read and checked before any box opens: a file that is
+				// no diff at all is refused at once.
+				if patch, err = os.ReadFile(patchPath); err != nil {
+					return fmt.Errorf("--patch: %w", err)
+				}
+				if err := reward.CheckDiff(string(patch)); err != nil {
+					return fmt.Errorf("--patch %s: %w (no \"diff --git\", \"---\"/\"+++\" or \"***\"/\"---\" file header): patch did not apply; an empty file runs the tests on the unpatched repository", patchPath, err)
+				}
+			}
 			t, err := oneTask(&df, func() ([]task.Task, error) { return df.load(cmd) })
 			if err != nil {
 				return err
@@ -270,32 +305,29 @@ count as unresolved.`,
 					return err
 				}
 			default:
-				opts := grader.Options{Force: force, Gold: gold, EvalTimeout: timeout, Tamper: mode}
-				if patchPath != "" {
-					b, err := os.ReadFile(patchPath)
-					if err != nil {
-						return fmt.Errorf("--patch: %w", err)
-					}
-					opts.Patch = string(b)
-				}
+				opts := grader.Options{Force: force, Gold: gold, EvalTimeout: timeout, Tamper: mode, Patch: string(patch)}
+				ctx := withGradePhases(cmd.Context(), cmd.ErrOrStderr(), t.InstanceID)
 				if learnGold && !gold {
 					// The gold run's test count, which every grade is
 					// held to: one gold run per task and image, the first
 					// time (validate and --gold keep it too).
-					if err := grader.DefaultBaseline().LearnGold(cmd.Context(), &t, opts, boxOpener(&bf, cmd.ErrOrStderr())); err != nil {
-						if cmd.Context().Err() != nil {
+					reward.Phase(ctx, "--baseline: the gold patch's run first, if its test count is not known yet")
+					if err := grader.DefaultBaseline().LearnGold(ctx, &t, opts, boxOpener(&bf, cmd.ErrOrStderr())); err != nil {
+						if ctx.Err() != nil {
 							return err
 						}
 						cmd.PrintErrf("swerve: %s: --baseline: %v\n", t.InstanceID, err)
 					}
 				}
-				if res, err = gradeInBox(cmd.Context(), &bf, &t, opts, cmd.ErrOrStderr()); err != nil {
-					if cmd.Context().Err() != nil {
+				started := time.Now()
+				if res, err = gradeInBox(ctx, &bf, &t, opts, cmd.ErrOrStderr()); err != nil {
+					if ctx.Err() != nil {
 						return err
 					}
 					cmd.PrintErrf("swerve: %s: %s error, no verdict: %v\n", t.InstanceID, gradeErrorKind(err), err)
 					return exitError{exitTaskErrors}
 				}
+				reward.Phase(ctx, fmt.Sprintf("graded in %.1fs", time.Since(started).Seconds()))
 				if saveLog != "" {
 					if err := os.WriteFile(saveLog, []byte(res.Log), 0o644); err != nil {
 						return fmt.Errorf("--save-log: %w", err)
@@ -338,7 +370,7 @@ count as unresolved.`,
 	f.StringVar(&runID, "run_id", "swerve", "run id, as in the harness's log directory and summary name")
 	f.StringVar(&logDir, "log_dir", filepath.Join("logs", "run_evaluation"), "where per-instance logs and reports go")
 	f.StringVar(&reportDir, "report_dir", ".", "where the run summary goes")
-	f.IntVar(&workers, "max_workers", 4, "predictions graded at once")
+	workersVar(f, &workers, "max_workers", 4, "predictions graded at once")
 	f.BoolVar(&strictMarkers, "strict-markers", false, "with --log: refuse a SWE-bench log whose test output markers bash did not trace, instead of grading it unanchored by the harness's rule")
 	f.StringVar(&tamperMode, "tamper", string(tamper.ModeFlag), "tamper findings: flag (print beside the verdict), zero (reward 0), ignore (no check)")
 	return cmd

@@ -83,9 +83,36 @@ func TestGradeHarborLocal(t *testing.T) {
 	}
 	patch := filepath.Join(t.TempDir(), "p.diff")
 	os.WriteFile(patch, []byte("diff --git a/hello.txt b/hello.txt\nnew file mode 100644\n--- /dev/null\n+++ b/hello.txt\n@@ -0,0 +1 @@\n+Goodbye\n"), 0o644)
-	_, stderr, err = execTasksCLI(t, append([]string{"grade", "--dataset", hello, "--instance_id", "hello", "--patch", patch}, box...)...)
+	out, stderr, err = execTasksCLI(t, append([]string{"grade", "--dataset", hello, "--instance_id", "hello", "--patch", patch, "--log-level", "info"}, box...)...)
 	if ee, ok := err.(exitError); !ok || ee.code != 1 || !strings.Contains(stderr, "not resolved: tests failed: reward 0 from reward.txt") {
 		t.Errorf("wrong patch: %v %q", err, stderr)
+	}
+	// The phases show while it works (in the log here: stderr is no
+	// terminal), in order, and never on stdout.
+	last := -1
+	for _, phase := range []string{"phase=\"opening a box\"", "phase=\"box open (", "phase=\"applying the patch\"", "phase=\"patch applied (", "running the tests", "phase=\"graded in "} {
+		i := strings.Index(stderr, phase)
+		if i <= last {
+			t.Errorf("phase %s missing or out of order in stderr:\n%s", phase, stderr)
+		}
+		last = max(last, i)
+	}
+	if strings.Contains(out, "phase=") || strings.Contains(out, "opening a box") {
+		t.Errorf("phases on stdout: %s", out)
+	}
+	// A file that is no diff is refused before any box opens.
+	notDiff := filepath.Join(t.TempDir(), "README.md")
+	os.WriteFile(notDiff, []byte("# hello\n\nSome notes.\n\n---\n\nMore.\n"), 0o644)
+	_, stderr, err = execTasksCLI(t, append([]string{"grade", "--dataset", hello, "--instance_id", "hello", "--patch", notDiff, "--log-level", "info"}, box...)...)
+	if err == nil || !strings.Contains(err.Error(), "not a diff") || !strings.Contains(err.Error(), "patch did not apply") || strings.Contains(stderr, "opening a box") {
+		t.Errorf("non-diff --patch: %v\n%s", err, stderr)
+	}
+	// An empty file stays valid: the tests run on the unpatched repository.
+	empty := filepath.Join(t.TempDir(), "empty.diff")
+	os.WriteFile(empty, nil, 0o644)
+	_, stderr, err = execTasksCLI(t, append([]string{"grade", "--dataset", hello, "--instance_id", "hello", "--patch", empty, "--log-level", "info"}, box...)...)
+	if ee, ok := err.(exitError); !ok || ee.code != 1 || !strings.Contains(stderr, "unpatched repository") {
+		t.Errorf("empty --patch: %v\n%s", err, stderr)
 	}
 
 	out, stderr, err = execTasksCLI(t, append([]string{"validate", "--dataset", tasks, "--instance_ids", "hello,scored", "--json"}, box...)...)

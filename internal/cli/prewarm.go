@@ -18,6 +18,7 @@ import (
 // registerPrewarm adds --prewarm to a command that opens a box per task.
 func registerPrewarm(fs *pflag.FlagSet, n *int) {
 	fs.IntVar(n, "prewarm", 0, "boxes kept opening or open ahead of the tasks that come next, so that a task does not wait for its box to start (0: off); a warm box is only ever given to the task it was opened for, once, and closed when not used")
+	setFlagGroup(fs, groupBox, "prewarm")
 }
 
 // setPrewarm turns on the warm pools of bf's boxes for --prewarm n (nothing

@@ -83,6 +83,13 @@ SWE-smith, SWE-Gym, NeMo Gym) and keeps the flag names you already type.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			if showBackendFlags(cmd) {
+				// --help-backend is --help with the backends' flags.
+				if err := cmd.Help(); err != nil {
+					return err
+				}
+				return exitError{0}
+			}
 			var lvl slog.Level
 			if err := lvl.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level: %w", err)
@@ -98,11 +105,30 @@ SWE-smith, SWE-Gym, NeMo Gym) and keeps the flag names you already type.`,
 	root.SetErr(stderr)
 	root.SetVersionTemplate("swerve {{.Version}}\n")
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "warn", "log level: debug, info, warn, error")
+	root.PersistentFlags().Bool(helpBackendFlag, false, helpBackendUsage)
+	root.SetUsageFunc(usage)
 	for _, fn := range commands {
 		root.AddCommand(fn())
 	}
 	normalizeFlags(root)
+	helpBackendSkipsArgs(root)
 	return root
+}
+
+// helpBackendSkipsArgs lets --help-backend show a command's help whatever
+// its arguments, as --help does: a command's argument check gives way.
+func helpBackendSkipsArgs(cmd *cobra.Command) {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if showBackendFlags(c) {
+				return nil
+			}
+			return check(c, args)
+		}
+	}
+	for _, c := range cmd.Commands() {
+		helpBackendSkipsArgs(c)
+	}
 }
 
 // normalizeFlags makes every flag answer to both spellings: --start_idx and

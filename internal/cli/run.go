@@ -98,7 +98,7 @@ each task's dataset row): otherwise it is refused with one line naming what
 changed. Two runs on one --traj_dir at once are refused (a lock naming the
 holder's pid). Upstream's runner flags are taken under their names; the ones
 swerve does not do (--num_restarts other than 1, --use_existing False,
---root_mode False, --backend kubernetes) are refused with the reason.`,
+--root_mode False) are refused with the reason; --backend kubernetes is k8s.`,
 		Example: `  swerve run --dataset X_transferred.json --split dev --k 10 --start_idx 0 --max_workers 5 \
       --traj_dir ./run_logs/my_run --exp_name my_run --llm_name openai/gpt-4o-mini \
       --use_fn_calling False --backend docker --scaffold mini_swe_agent
@@ -126,10 +126,10 @@ swerve does not do (--num_restarts other than 1, --use_existing False,
 	af.register(cmd.Flags())
 	fs := cmd.Flags()
 	rf.Upstream.register(fs, &rf.EvalTimeout)
-	fs.IntVar(&rf.Workers, "max_workers", 1, "tasks run at once")
+	workersVar(fs, &rf.Workers, "max_workers", 1, "tasks run at once")
 	fs.StringVar(&rf.TrajDir, "traj_dir", "", "output directory (default ./run_logs/<exp_name>)")
 	fs.StringVar(&rf.ExpName, "exp_name", "", "experiment name: names <exp_name>.jsonl (default: the dataset's name)")
-	secondsVar(fs, &rf.EvalTimeout, "eval_timeout", 300*time.Second, "time limit of the eval script, in seconds")
+	secondsVar(fs, &rf.EvalTimeout, "eval_timeout", 300*time.Second, "time limit of the eval script")
 	fs.BoolVar(&rf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
 	fs.BoolVar(&rf.SkipIfExists, "skip_if_exists", false, "keep finished tasks even when they were run with other settings")
 	fs.IntVar(&rf.MaxAttempts, "max_attempts", run.DefaultMaxAttempts, "attempts at a task that keeps ending in an infrastructure error, counted across runs; then it is given up")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"time"
@@ -124,21 +125,30 @@ the command line win.`,
 	fs.StringVar(&sf.Listen, "listen", serve.DefaultListen, "address to listen on (host:port)")
 	fs.StringVar(&sf.Token, "token", "", "bearer token every request but GET / must carry (default $SWERVE_TOKEN); required off loopback")
 	fs.StringVar(&sf.Config, "config", "", "YAML file with Gym's agent keys and these flags (flags win)")
-	fs.IntVar(&sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
+	workersVar(fs, &sf.Concurrency, "concurrency", serve.DefaultConcurrency, "rollouts running at once")
 	fs.IntVar(&sf.Queue, "queue", serve.DefaultQueue, "rollouts that may wait for a slot; past that, 429")
 	fs.StringVar(&sf.Env, "env", "", "Gym's sandbox key: docker (the docker backend) or singularity (the apptainer backend); empty: --backend decides")
 	fs.StringVar(&sf.CacheDirTemplate, "cache_dir_template", "", "Gym's .sif path template for env singularity, e.g. '/images/{instance_id}.sif' (sets --sif_template; unused with docker)")
 	fs.BoolVar(&sf.RunGolden, "run_golden", false, "grade each task's gold patch instead of running the model (a pipeline check)")
-	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script, in seconds")
+	secondsVar(fs, &sf.EvalTimeout, "eval_timeout", 1800*time.Second, "time limit of the eval script")
 	fs.BoolVar(&sf.SkipIfExists, "skip_if_exists", false, "answer from --results_dir when a result for the row's instance_id and model is there")
-	fs.StringVar(&sf.ResultsDir, "results_dir", "results", "where each rollout's answer is kept as <subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); empty: nowhere")
+	fs.StringVar(&sf.ResultsDir, "results_dir", "", "keep each rollout's answer as DIR/<subset>/<model>/<instance_id>/<instance_id>.json (Gym's layout); default: nowhere")
 	fs.IntVar(&sf.StepLimit, "step_limit", 250, "Gym's step limit: the episode ends after this many model calls (unless --max_steps is given)")
 	fs.StringVar(&sf.Reward, "reward", "", "force a grader: swebench, swefactory, r2e, swesmith, harbor (default: the task's)")
 	fs.BoolVar(&sf.TokenIDs, "token_ids", false, "ask the policy server for token ids and log-probs (vLLM, NeMo RL and Gym model servers give them) and put them on every model output item, contiguous across turns; a server that does not give them fails the rollout")
-	fs.IntVar(&sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
+	workersVar(fs, &sf.MaxSessions, "max_sessions", sessions.DefaultMaxSessions, "boxes the session surfaces (/seed_session, /sandboxes) keep open at once; past that, 429")
 	secondsVar(fs, &sf.SessionTTL, "session_ttl", sessions.DefaultTTL, "a session left unused this long is closed and its box removed")
 	registerPrewarm(fs, &sf.Prewarm)
 	return cmd
+}
+
+// resultsWhere is --results_dir as an absolute path when it can be made one
+// (the operator sees where the files land whatever the working directory).
+func resultsWhere(dir string) string {
+	if abs, err := filepath.Abs(dir); err == nil {
+		return abs
+	}
+	return dir
 }
 
 // setDefault changes a registered flag's default value.
@@ -236,6 +246,9 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if sf.Queue < 0 {
 		return fmt.Errorf("--queue %d: must be 0 or more", sf.Queue)
 	}
+	if sf.SkipIfExists && sf.ResultsDir == "" {
+		return fmt.Errorf("--skip_if_exists answers from kept results: give --results_dir too")
+	}
 	closeWarm, err := bf.setPrewarm(sf.Prewarm)
 	if err != nil {
 		return err
@@ -245,7 +258,8 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 	if err != nil {
 		return err
 	}
-	srv, err := serve.New(serve.Options{Rollouts: ro, Tasks: ro.tasks, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue})
+	srv, err := serve.New(serve.Options{Rollouts: ro, Tasks: ro.tasks, Token: sf.Token, Concurrency: sf.Concurrency, Queue: sf.Queue,
+		Progress: stderr})
 	if err != nil {
 		return err
 	}
@@ -276,6 +290,9 @@ func runServe(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags
 		return fmt.Errorf("--listen %s: %w", sf.Listen, err)
 	}
 	drain := gracefulStop(ctx, "draining: new and queued rollouts get 503, running ones finish")
+	if sf.ResultsDir != "" {
+		fmt.Fprintf(stderr, "swerve serve: keeping each rollout's answer under %s\n", resultsWhere(sf.ResultsDir))
+	}
 	fmt.Fprintf(stderr, "swerve serve: listening on http://%s (concurrency %d, queue %d)\n", ln.Addr(), sf.Concurrency, sf.Queue)
 	err = srv.Serve(ctx, ln, drain)
 	fmt.Fprintf(stderr, "swerve serve: stopped\n")

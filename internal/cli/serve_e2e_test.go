@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -51,8 +52,11 @@ func TestServeRun(t *testing.T) {
 	env := e2eEnv(t, tmp)
 	data, ids := e2eDataset(t, work, 1)
 	p := startSwerve(t, env, work, nil, "serve", "--listen", "127.0.0.1:0", "--llm_name", "oracle/gold",
-		"--scaffold", "r2egym", "--backend", "local", "--concurrency", "2", "--results_dir", "")
+		"--scaffold", "r2egym", "--backend", "local", "--concurrency", "2")
 	base := waitListening(t, p)
+	if strings.Contains(p.stderr.String(), "keeping") {
+		t.Errorf("serve without --results_dir says it keeps results:\n%s", p.stderr.String())
+	}
 
 	rows := readRows(t, data)
 	answers := make(chan serve.Row, len(rows))
@@ -160,6 +164,40 @@ func TestServeRun(t *testing.T) {
 		t.Errorf("exit %d after SIGTERM\n%s", code, p.stderr.String())
 	}
 	noLocalBoxes(t, tmp, "after serve stopped")
+	// One line per rollout, by instance id, with its reward; and no
+	// results written anywhere unless asked.
+	for i, row := range rows {
+		if want := fmt.Sprintf("rollout %v [%d-0]: reward 1 ", row["instance_id"], i); !strings.Contains(p.stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, p.stderr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "results")); !os.IsNotExist(err) {
+		t.Errorf("serve without --results_dir wrote results/ (%v)", err)
+	}
+}
+
+// TestServeResultsDir: serve says once where it keeps results when asked,
+// and refuses --skip_if_exists with nowhere to read from.
+func TestServeResultsDir(t *testing.T) {
+	work := t.TempDir()
+	tmp := filepath.Join(work, "tmp")
+	os.Mkdir(tmp, 0o755)
+	env := e2eEnv(t, tmp)
+	_, stderr, code := runSwerve(t, env, work, time.Minute, "serve", "--llm_name", "oracle/gold", "--backend", "local", "--skip_if_exists")
+	if code == 0 || !strings.Contains(stderr, "--skip_if_exists") || !strings.Contains(stderr, "--results_dir") {
+		t.Errorf("--skip_if_exists without --results_dir: exit %d, %q", code, stderr)
+	}
+	p := startSwerve(t, env, work, nil, "serve", "--listen", "127.0.0.1:0", "--llm_name", "oracle/gold",
+		"--backend", "local", "--results_dir", "kept")
+	waitListening(t, p)
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	if code := p.wait(t, time.Minute); code != 0 {
+		t.Errorf("exit %d after SIGTERM\n%s", code, p.stderr.String())
+	}
+	want := "swerve serve: keeping each rollout's answer under " + filepath.Join(work, "kept") + "\n"
+	if n := strings.Count(p.stderr.String(), want); n != 1 {
+		t.Errorf("stderr says %d times %q:\n%s", n, want, p.stderr.String())
+	}
 }
 
 var listening = regexp.MustCompile(`listening on (http://\S+)`)

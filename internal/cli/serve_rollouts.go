@@ -16,6 +16,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/episode"
+	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -114,7 +115,7 @@ func (ro *runRollouts) Rollout(ctx context.Context, req *serve.RolloutRequest) (
 	res, err := ro.rollout(ctx, req)
 	if err == nil && path != "" && res.InfraError == "" {
 		if data, e := json.Marshal(res); e == nil {
-			if e := writeFileAtomic(path, data); e != nil {
+			if e := fsutil.WriteFileAtomic(path, data, false); e != nil {
 				fmt.Fprintf(ro.stderr, "swerve serve: keep result: %v\n", e)
 			}
 		}
@@ -135,27 +136,6 @@ func (ro *runRollouts) resultPath(req *serve.RolloutRequest) string {
 	model = strings.NewReplacer("/", "_", "\\", "_").Replace(model)
 	subset := strings.NewReplacer("/", "_", "\\", "_", "..", "_").Replace(cmp.Or(req.Row.String("subset"), "default"))
 	return filepath.Join(ro.sf.ResultsDir, subset, model, req.InstanceID, req.InstanceID+".json")
-}
-
-func writeFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".result-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
 }
 
 // rollout runs one task's episode (internal/episode: the box, hidden tests

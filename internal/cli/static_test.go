@@ -59,7 +59,7 @@ func TestStaticHelperCheck(t *testing.T) {
 			if !refused {
 				return
 			}
-			if !strings.HasPrefix(msg, tc.args[0]+": this swerve (/") || !strings.Contains(msg, "CGO_ENABLED=0 go install github.com/swerve-dev/swerve/cmd/swerve@latest") || strings.Contains(msg, "\n") {
+			if !strings.HasPrefix(msg, tc.args[0]+": this swerve (/") || !strings.Contains(msg, "rebuild it with make build") || strings.Contains(msg, "\n") {
 				t.Errorf("refusal %q: want one line naming the command, the binary and the fix", msg)
 			}
 			if got := strings.Contains(msg, "--backend local"); got != tc.hint {
@@ -112,7 +112,7 @@ func TestDynamicBuildRefused(t *testing.T) {
 	}
 
 	out, errOut, code := swerve("demo", "--traj_dir", "demo-out")
-	want := "swerve: demo: this swerve (" + bin + ") is dynamically linked (built with cgo), but boxes run it as their in-box helper, which must be static: rebuild it with CGO_ENABLED=0 go install github.com/swerve-dev/swerve/cmd/swerve@latest (or make build), or pass --backend local\n"
+	want := "swerve: demo: this swerve (" + bin + ") is dynamically linked (built with cgo), but boxes run it as their in-box helper, which must be static: rebuild it with make build in the repository (or CGO_ENABLED=0 go build -o bin/swerve ./cmd/swerve), or pass --backend local\n"
 	if code != 1 || out != "" || errOut != want {
 		t.Errorf("swerve demo with a dynamic build: exit %d, stdout %q, stderr\n%q\nwant exit 1, nothing on stdout, stderr\n%q", code, out, errOut, want)
 	}

@@ -42,6 +42,7 @@ func (f *upstreamFlags) register(fs *pflag.FlagSet, evalTimeout *time.Duration) 
 	fs.Var(&f.SkipExisting, "skip_existing", "True: leave out tasks whose docker_image has reward 1 in a <traj_dir>/<exp_name without its last character>*.jsonl file, as upstream does")
 	fs.Var(&f.Prepull, "prepull_images", "True: pull the selected tasks' missing images, --max_workers at once, before the first task starts")
 	fs.Var(&f.RootMode, "root_mode", "True (the default); False, upstream's tools preinstalled at /opt/tools, is refused: swerve brings its own in-box helper")
+	setFlagGroup(fs, groupUpstream, "max_reward_calc_time", "num_restarts", "use_existing", "skip_existing", "prepull_images", "root_mode")
 }
 
 // check refuses the values swerve does not do, each with its reason.

@@ -206,7 +206,7 @@ so a gold patch the check flags fails validation; ignore skips the checks.`,
 	}
 	df.register(cmd.Flags())
 	bf.register(cmd.Flags())
-	cmd.Flags().IntVar(&workers, "max_workers", 2, "tasks validated at once")
+	workersVar(cmd.Flags(), &workers, "max_workers", 2, "tasks validated at once")
 	registerPrewarm(cmd.Flags(), &prewarm)
 	secondsVar(cmd.Flags(), &timeout, "eval_timeout", 300*time.Second, "kill an eval script (and all it started) after this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the summary as JSON on stdout")

@@ -100,6 +100,16 @@ type pair struct {
 	row           map[string]json.RawMessage
 }
 
+// name is how progress lines call the pair's row: its instance_id, else
+// (a row without one) its task index.
+func (p pair) name() string {
+	var id string
+	if raw, ok := p.row["instance_id"]; ok && json.Unmarshal(raw, &id) == nil && id != "" {
+		return id
+	}
+	return fmt.Sprintf("task %d", p.task)
+}
+
 func (o *Options) defaults() error {
 	if o.Server == "" || o.Input == "" || o.Output == "" {
 		return errors.New("collect: server, input and output are required")
@@ -561,7 +571,7 @@ func (c *collector) write(line []byte, failed bool, p pair) {
 		if failed {
 			status = "failed: " + r.Class
 		}
-		fmt.Fprintf(c.opts.Progress, "task %d rollout %d: %s\n", p.task, p.rollout, status)
+		fmt.Fprintf(c.opts.Progress, "%s rollout %d: %s\n", p.name(), p.rollout, status)
 	}
 }
 

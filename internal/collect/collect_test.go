@@ -145,17 +145,42 @@ func ctx(t *testing.T) context.Context {
 const (
 	rowA = `{"instance_id":"a","responses_create_params":{"input":[]}}`
 	rowB = `{"instance_id":"b","responses_create_params":{"input":[]},"agent_ref":{"name":"other"}}`
+	// rowNoID is a row of a dataset without instance ids.
+	rowNoID = `{"question":"q","responses_create_params":{"input":[]}}`
 )
+
+// TestProgressWithoutInstanceID: a row without instance_id is named by its
+// task index in the progress lines.
+func TestProgressWithoutInstanceID(t *testing.T) {
+	srv := newFake(t, nil)
+	var progress strings.Builder
+	out := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	if _, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: writeInput(t, rowA, rowNoID), Output: out, Concurrency: 1,
+		Progress: &progress}); err != nil {
+		t.Fatal(err)
+	}
+	if want := "a rollout 0: reward 1\ntask 1 rollout 0: reward 0\n"; !strings.HasPrefix(progress.String(), want) {
+		t.Errorf("progress %q, want %q", progress.String(), want)
+	}
+}
 
 func TestRepeatsAndIndices(t *testing.T) {
 	srv := newFake(t, nil)
 	out := filepath.Join(t.TempDir(), "out", "rollouts.jsonl")
-	res, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: writeInput(t, rowA, rowB, rowA), Output: out, NumRepeats: 2, Concurrency: 1})
+	var progress strings.Builder
+	res, err := collect.Run(ctx(t), collect.Options{Server: srv.URL, Input: writeInput(t, rowA, rowB, rowA), Output: out, NumRepeats: 2, Concurrency: 1,
+		Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Pairs != 6 || res.Finished != 6 || res.Skipped != 0 {
 		t.Fatalf("result %+v", res)
+	}
+	// Progress names each rollout by its row's instance_id.
+	wantProgress := "a rollout 0: reward 1\na rollout 1: reward 1\nb rollout 0: reward 0\nb rollout 1: reward 0\n" +
+		"a rollout 2: reward 1\na rollout 3: reward 1\n"
+	if !strings.HasPrefix(progress.String(), wantProgress) {
+		t.Errorf("progress:\n%s\nwant:\n%s", progress.String(), wantProgress)
 	}
 	// Materialized: repeats adjacent; identical lines share the task index
 	// and continue its rollout numbering, as in Gym.

@@ -5,6 +5,8 @@
 package fsutil
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -95,7 +97,7 @@ func WriteFileAtomic(path string, data []byte, durable bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempMark+strconv.Itoa(os.Getpid())+"-*")
+	tmp, err := CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+tempMark+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return err
 	}
@@ -118,6 +120,66 @@ func WriteFileAtomic(path string, data []byte, durable bool) error {
 }
 
 const tempMark = ".tmp-"
+
+// FileMode and DirMode are the modes of the files and directories swerve
+// writes for people to read (trajectories, reports, logs, results), less
+// the umask: colleagues on a shared machine can read a run. Secrets are
+// written elsewhere, with their own modes.
+const (
+	FileMode os.FileMode = 0o644
+	DirMode  os.FileMode = 0o755
+)
+
+// CreateTemp is os.CreateTemp (a new file named by pattern, its last "*"
+// replaced by a random string) made with FileMode under the umask instead
+// of 0600, for files that are renamed into place as run files.
+func CreateTemp(dir, pattern string) (*os.File, error) {
+	var f *os.File
+	err := tempName(dir, pattern, func(name string) error {
+		var err error
+		f, err = os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, FileMode)
+		return err
+	})
+	return f, err
+}
+
+// MkdirTemp is os.MkdirTemp made with DirMode under the umask instead of
+// 0700, for directories that are renamed into place as run output.
+func MkdirTemp(dir, pattern string) (string, error) {
+	var out string
+	err := tempName(dir, pattern, func(name string) error {
+		out = name
+		return os.Mkdir(name, DirMode)
+	})
+	return out, err
+}
+
+// tempName calls create with fresh names from pattern until one does not
+// exist yet.
+func tempName(dir, pattern string, create func(string) error) error {
+	if dir == "" {
+		dir = os.TempDir()
+	}
+	if strings.ContainsRune(pattern, os.PathSeparator) {
+		return fmt.Errorf("temp name %q: pattern contains a path separator", pattern)
+	}
+	prefix, suffix := pattern, ""
+	if i := strings.LastIndex(pattern, "*"); i >= 0 {
+		prefix, suffix = pattern[:i], pattern[i+1:]
+	}
+	for try := 0; ; try++ {
+		var b [6]byte
+		_, _ = rand.Read(b[:])
+		name := filepath.Join(dir, prefix+hex.EncodeToString(b[:])+suffix)
+		err := create(name)
+		if err == nil {
+			return nil
+		}
+		if !os.IsExist(err) || try == 100 {
+			return err
+		}
+	}
+}
 
 // TempOwner reads the writer's process id from the name of a temporary
 // file WriteFileAtomic made.

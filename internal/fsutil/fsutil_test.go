@@ -1,6 +1,12 @@
 package fsutil
 
-import "testing"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
 
 func TestSafeName(t *testing.T) {
 	for _, tc := range []struct{ id, want string }{
@@ -50,5 +56,54 @@ func TestSafeNameOneToOne(t *testing.T) {
 				t.Errorf("SafeName(%q) = %q holds %q", id, name, c)
 			}
 		}
+	}
+}
+
+// TestRunFilesReadable: files and directories swerve writes for people are
+// readable by others on the machine (0644/0755 under a 022 umask), not
+// 0600/0700 as os.CreateTemp and os.MkdirTemp make them; the umask still
+// applies.
+func TestRunFilesReadable(t *testing.T) {
+	for _, tc := range []struct {
+		umask     int
+		file, dir os.FileMode
+		name      string
+	}{
+		{0o022, 0o644, 0o755, "umask 022"},
+		{0o077, 0o600, 0o700, "umask 077"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := syscall.Umask(tc.umask)
+			defer syscall.Umask(old)
+			dir := t.TempDir()
+			p := filepath.Join(dir, "sub", "result.json")
+			if err := WriteFileAtomic(p, []byte("{}\n"), true); err != nil {
+				t.Fatal(err)
+			}
+			f, err := CreateTemp(dir, ".x.tmp-*")
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			d, err := MkdirTemp(dir, ".d-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range []struct {
+				path string
+				want os.FileMode
+			}{{p, tc.file}, {f.Name(), tc.file}, {d, tc.dir}, {filepath.Dir(p), tc.dir}} {
+				fi, err := os.Stat(c.path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := fi.Mode().Perm(); got != c.want {
+					t.Errorf("%s: mode %o, want %o", c.path, got, c.want)
+				}
+			}
+			if !strings.HasPrefix(filepath.Base(f.Name()), ".x.tmp-") || !strings.HasPrefix(filepath.Base(d), ".d-") {
+				t.Errorf("names %s %s", f.Name(), d)
+			}
+		})
 	}
 }

@@ -52,6 +52,7 @@ var applyCmds = []string{
 // harness's commands. It reports whether the patch is in place and what the
 // commands printed; errors mean the box failed.
 func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch string) (bool, string, error) {
+	Phase(ctx, "applying the patch")
 	if err := box.WriteFile(ctx, patchFile, []byte(patch), 0o644); err != nil {
 		return false, "", err
 	}
@@ -69,6 +70,7 @@ func ApplyPatch(ctx context.Context, box sandbox.Sandbox, dir, patchFile, patch 
 		}
 		fmt.Fprintf(&log, "$ %s %s (exit %d)\n%s", cmd, patchFile, res.ExitCode, res.Output)
 		if res.ExitCode == 0 {
+			Phase(ctx, "patch applied ("+cmd+"); running the tests")
 			return true, log.String(), nil
 		}
 	}

@@ -643,7 +643,7 @@ type streamFile struct {
 }
 
 func newStreamFile(path string) (*streamFile, error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.Itoa(os.Getpid())+"-*")
+	tmp, err := fsutil.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+strconv.Itoa(os.Getpid())+"-*")
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,10 @@ type Options struct {
 	RetryAfter time.Duration
 	// Log receives one line per finished rollout (nil: slog's default).
 	Log *slog.Logger
+	// Progress, when set, gets one plain line per rollout that ends (the
+	// operator's view, whatever --log-level says): instance id, rollout
+	// id, reward, time (RolloutLine).
+	Progress io.Writer
 }
 
 // Server is the HTTP server. Build it with New, mount extra surfaces with
@@ -66,6 +70,8 @@ type Server struct {
 	sem   chan struct{}
 	admit atomic.Int64 // requests queued or running
 	drain atomic.Bool
+
+	progressMu sync.Mutex // one Options.Progress line at a time
 
 	// active counts the /run requests past the drain check; drain is set
 	// under the same lock, so a drain waits for every request it let in.
@@ -329,6 +335,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 		// reads an answer, and a cancelled rollout is no verdict.
 		s.met.observe(nil, outcomeCancelled)
 		s.opts.Log.Info("rollout cancelled", "rollout", req.RolloutID, "instance_id", req.InstanceID)
+		s.progress(RolloutLine(req, nil, secondsSince(start)))
 		return
 	}
 	if err != nil {
@@ -348,7 +355,48 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request) {
 	s.met.observe(res, outcome)
 	s.opts.Log.Info("rollout finished", "rollout", req.RolloutID, "instance_id", req.InstanceID,
 		"reward", res.Reward, "exit_reason", res.ExitReason, "infra_error", res.InfraError)
+	s.progress(RolloutLine(req, res, res.Timings.Total))
 	writeJSON(w, http.StatusOK, buildRow(req, res))
+}
+
+// progress writes one line to Options.Progress, if any; lines of rollouts
+// ending at once do not interleave.
+func (s *Server) progress(line string) {
+	if s.opts.Progress == nil {
+		return
+	}
+	s.progressMu.Lock()
+	defer s.progressMu.Unlock()
+	_, _ = io.WriteString(s.opts.Progress, line)
+}
+
+// RolloutLine is the one line serve prints per rollout that ends: the
+// instance id, the rollout id, the reward (or why there is none) and the
+// rollout's time. res nil: the rollout was cancelled.
+func RolloutLine(req *RolloutRequest, res *RolloutResult, seconds float64) string {
+	id := req.InstanceID
+	if id == "" {
+		id = "(row without instance_id)"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "rollout %s", id)
+	if req.RolloutID != "" && req.RolloutID != req.InstanceID {
+		fmt.Fprintf(&b, " [%s]", req.RolloutID)
+	}
+	switch {
+	case res == nil:
+		b.WriteString(": cancelled")
+	default:
+		fmt.Fprintf(&b, ": reward %s", strconv.FormatFloat(res.Reward, 'g', 4, 64))
+		if res.ExitReason != "" {
+			fmt.Fprintf(&b, " (%s)", res.ExitReason)
+		}
+		if res.InfraError != "" {
+			fmt.Fprintf(&b, ", infra_error %s", res.InfraError)
+		}
+	}
+	fmt.Fprintf(&b, " in %.1fs\n", seconds)
+	return b.String()
 }
 
 // rollout calls the implementation, turning a panic into an error so that

@@ -572,3 +572,45 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	ya, _ := json.Marshal(y)
 	return bytes.Equal(xa, ya)
 }
+
+// TestProgressLine: every rollout that ends prints one line naming the
+// task, the rollout, the reward and the time, also at the default log
+// level (Options.Progress is not a slog logger).
+func TestProgressLine(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	f := &fake{fn: resolved}
+	_, ts := newTest(t, Options{Rollouts: f, Progress: writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.Write(p)
+	})})
+	if resp, b := post(t, ts.URL+"/run", smallRow); resp.StatusCode != 200 {
+		t.Fatalf("status %d: %s", resp.StatusCode, b)
+	}
+	mu.Lock()
+	got := buf.String()
+	mu.Unlock()
+	if want := "rollout astropy__astropy-12907 [3-1]: reward 1 (submitted) in 3.0s\n"; got != want {
+		t.Errorf("progress:\n got %q\nwant %q", got, want)
+	}
+	for _, tc := range []struct {
+		name string
+		req  RolloutRequest
+		res  *RolloutResult
+		secs float64
+		want string
+	}{
+		{"infra", RolloutRequest{InstanceID: "a__b-1", RolloutID: "a__b-1"}, &RolloutResult{InfraError: "image"}, 0.25, "rollout a__b-1: reward 0, infra_error image in 0.2s\n"},
+		{"cancelled", RolloutRequest{InstanceID: "a__b-1", RolloutID: "0-2"}, nil, 4, "rollout a__b-1 [0-2]: cancelled in 4.0s\n"},
+		{"no id", RolloutRequest{}, &RolloutResult{Reward: 0.5, ExitReason: "step_limit"}, 1, "rollout (row without instance_id): reward 0.5 (step_limit) in 1.0s\n"},
+	} {
+		if got := RolloutLine(&tc.req, tc.res, tc.secs); got != tc.want {
+			t.Errorf("%s: got %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

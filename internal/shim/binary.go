@@ -16,7 +16,7 @@ const InBoxPath = "/.swerve/swerve"
 var ErrDynamic = errors.New("dynamically linked")
 
 // StaticFix says how to get a static swerve, for messages.
-const StaticFix = "rebuild it with CGO_ENABLED=0 go install github.com/swerve-dev/swerve/cmd/swerve@latest (or make build)"
+const StaticFix = "rebuild it with make build in the repository (or CGO_ENABLED=0 go build -o bin/swerve ./cmd/swerve)"
 
 // Binary resolves the helper binary to run in boxes: path if set, else the
 // running executable. It must be a static executable, since it runs in

@@ -17,6 +17,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/swerve-dev/swerve/internal/fsutil"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -245,7 +246,7 @@ func nonNil(s []string) []string {
 // renamed into place). With groundTruth the rows' extra_info carries
 // ground_truth_patch.
 func Write(path string, rows []Row, groundTruth bool) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	tmp, err := fsutil.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
 	}

@@ -298,6 +298,9 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		}
 	}
 	out := &Outcome{InstanceID: t.InstanceID, Grader: g}
+	if patch == "" && !(opts.Gold && g == task.GraderHarbor) {
+		reward.Phase(ctx, "no patch: running the tests on the unpatched repository")
+	}
 	var a reward.Attempt
 	// count is the run's test results as the grader read them; nil when
 	// the grader reads none.

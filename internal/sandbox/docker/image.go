@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -97,7 +98,15 @@ func (b *Backend) pull(ctx context.Context, image string, progress io.Writer) er
 		delay = min(delay*2, 2*time.Minute)
 	}
 	if err != nil {
-		return fmt.Errorf("docker: image %s is not present and could not be pulled (%w); %s", image, classify(err), howToGet(image))
+		err = classify(err)
+		if ctx.Err() == nil && !errors.Is(err, sandbox.ErrNotFound) {
+			// The image is missing and cannot be had (a registry that
+			// cannot be reached, refuses, or rate-limits past the
+			// retries): an image error. An engine that cannot be reached
+			// stays an engine error (ErrUnavailable decides first).
+			err = fmt.Errorf("%w (%w)", err, sandbox.ErrNotFound)
+		}
+		return fmt.Errorf("docker: image %s is not present and could not be pulled (%w); %s", image, err, howToGet(image))
 	}
 	return nil
 }

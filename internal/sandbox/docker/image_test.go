@@ -100,7 +100,11 @@ func TestPullFailsClearly(t *testing.T) {
 		{"not in the registry", []func() *http.Response{jsonResp(404, `{"message":"pull access denied for swebench/x, repository does not exist"}`)}, sandbox.PullMissing,
 			[]string{"swebench/x:latest", "could not be pulled", "repository does not exist", "docker pull swebench/x:latest"}, sandbox.ErrNotFound, 1},
 		{"rate limited every time", []func() *http.Response{jsonResp(500, rateLimitBody), jsonResp(500, rateLimitBody), jsonResp(500, rateLimitBody), jsonResp(500, rateLimitBody), jsonResp(500, rateLimitBody), jsonResp(500, rateLimitBody)}, sandbox.PullMissing,
-			[]string{"could not be pulled", "toomanyrequests"}, nil, pullAttempts},
+			[]string{"could not be pulled", "toomanyrequests"}, sandbox.ErrNotFound, pullAttempts},
+		// A registry that cannot be reached (an offline machine): the
+		// image is missing all the same, an image error, not a box one.
+		{"registry unreachable", []func() *http.Response{jsonResp(500, `{"message":"Get \"https://registry-1.docker.io/v2/\": dial tcp: lookup registry-1.docker.io: no such host"}`)}, sandbox.PullMissing,
+			[]string{"could not be pulled", "no such host", "docker pull swebench/x:latest"}, sandbox.ErrNotFound, 1},
 		{"never", nil, sandbox.PullNever, []string{"--pull is never", "docker build -t swebench/x:latest"}, sandbox.ErrNotFound, 0},
 		{"bad policy", nil, "sometimes", []string{`pull policy "sometimes"`}, nil, 0},
 	}
