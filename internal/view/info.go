@@ -60,12 +60,8 @@ func infoOf(tasks []Summary, format string, row []byte) Info {
 	var rec struct {
 		Config   map[string]any    `json:"config"`
 		Settings map[string]string `json:"settings"`
-		// a gym rollout's metadata, when the server recorded them
-		Metadata struct {
-			Dataset string `json:"dataset"`
-		} `json:"metadata"`
 	}
-	small, _, err := pick(row, map[string]bool{"config": true, "settings": true, "metadata": true}, "", nil)
+	small, _, err := pick(row, map[string]bool{"config": true, "settings": true}, "", nil)
 	if err != nil || json.Unmarshal(small, &rec) != nil {
 		return in
 	}
@@ -83,9 +79,6 @@ func infoOf(tasks []Summary, format string, row []byte) Info {
 	in.Dataset = set["dataset"]
 	if sp := set["split"]; in.Dataset != "" && sp != "" {
 		in.Dataset += " (split " + sp + ")"
-	}
-	if in.Dataset == "" {
-		in.Dataset = rec.Metadata.Dataset
 	}
 	for k, v := range set {
 		switch k {

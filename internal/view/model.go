@@ -147,6 +147,21 @@ type Detail struct {
 	Raw []string
 }
 
+// ShowProblem reports whether the problem statement needs showing apart:
+// not when it is one of the prompts word for word (a Gym row's is its
+// first user message).
+func (d *Detail) ShowProblem() bool {
+	if d.ProblemStatement == "" {
+		return false
+	}
+	for _, p := range d.Prompts {
+		if p.Text == d.ProblemStatement {
+			return false
+		}
+	}
+	return true
+}
+
 // Prompt is one message the model was given before its first turn.
 type Prompt struct {
 	Role, Text string

@@ -342,7 +342,7 @@ func (it *gymItem) text() string {
 
 func (r *gymRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Model: r.Response.Model, Status: "graded", Reward: r.Reward,
-		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Scaffold: "gym", Signals: signalCount(r.Metadata.Signals)}
+		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Signals: signalCount(r.Metadata.Signals)}
 	if s.Repo == "" {
 		s.Repo = r.Metadata.Repo
 	}

@@ -28,6 +28,8 @@ type Run struct {
 	// Dir is the run directory raw files are served from ("" for a file:
 	// then only the task's own row is served).
 	Dir string
+	// file is the run's file when it is one ("" for a directory).
+	file string
 
 	mu      sync.Mutex
 	idx     *index
@@ -65,6 +67,8 @@ func Open(path string) (*Run, error) {
 	r := &Run{Path: abs, Name: filepath.Base(abs), now: time.Now}
 	if st.IsDir() {
 		r.Dir = abs
+	} else {
+		r.file = abs
 	}
 	if _, err := r.index(); err != nil {
 		return nil, err
@@ -75,10 +79,10 @@ func Open(path string) (*Run, error) {
 // files are the files the run's index is made from, and their format.
 func (r *Run) files() ([]string, string, error) {
 	if r.Dir == "" {
-		if strings.HasSuffix(r.Path, ".traj.json") || strings.HasSuffix(r.Path, ".json") {
-			return []string{r.Path}, "json", nil
+		if strings.HasSuffix(r.file, ".traj.json") || strings.HasSuffix(r.file, ".json") {
+			return []string{r.file}, "json", nil
 		}
-		return []string{r.Path}, "jsonl", nil
+		return []string{r.file}, "jsonl", nil
 	}
 	// swerve's own records first: they hold the errors too, which
 	// <exp_name>.jsonl leaves out.

@@ -470,7 +470,7 @@ func TestRunHeaderAndGroups(t *testing.T) {
 		{mini, "/", []string{`id="info-dataset"><span class="muted">unknown</span>`, `id="info-settings"><span class="muted">unknown</span>`}, []string{`badge offline`}},
 		{mustOpen(t, rollouts), "/", []string{`id="pass1">34.7%<`, `id="passk">62.5%<`, `pass@3 (unbiased)`, `id="groups"`, `6 of 6 tasks, 24 rollouts`,
 			`<td class="num g-mean">0.75</td>`, `<td class="num g-std">0.43</td>`, `<td class="num g-passk">0.75</td>`, `+1 error`,
-			`href="/task?key=demo__calc-0002%232"`, `id="info-model">hosted_vllm/policy</dd>`, `id="show-rollouts"`}, []string{`id="tasks"`}},
+			`href="/task?key=demo__calc-0002%232"`, `id="info-model">hosted_vllm/policy</dd>`, `id="info-scaffold"><span class="muted">unknown</span>`, `id="info-started"><span class="muted">unknown</span>`, `id="show-rollouts"`}, []string{`id="tasks"`}},
 		{mustOpen(t, rollouts), "/?rollouts=1", []string{`id="tasks"`, `24 of 24 rollouts`, `demo__calc-0002#3`, `id="show-groups"`, `<td class="why">FAIL_TO_PASS failed: 1</td>`}, []string{`id="groups"`}},
 		{mustOpen(t, rollouts), "/?outcome=error", []string{`1 of 6 tasks`, `demo__calc-0001`}, []string{`demo__calc-0002`}},
 	}
