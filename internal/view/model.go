@@ -190,6 +190,12 @@ type Step struct {
 	TotalTok    int
 	// Signals are the audit's flags for the step's calls.
 	Signals []Flag
+
+	// For the page (see forPage): the observation split, whether the
+	// action gets a block of its own, and the action as a call.
+	O    Obs
+	Show bool
+	Fn   *Call
 }
 
 // Kind names the step for the page: "submit", "format-error", "action" or

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // An observation as the model saw it carries its command's exit status
@@ -23,9 +24,6 @@ type Obs struct {
 	// Body is the output without the wrapper.
 	Body string
 }
-
-// OK reports whether the exit status is 0.
-func (o Obs) OK() bool { return o.Code == "0" }
 
 // outputTags are mini-swe-agent's wrapper tags around the output.
 var outputTags = []string{"output", "output_head", "output_tail", "elided_chars"}
@@ -141,6 +139,9 @@ func replyShows(reply, action string) bool {
 	if reply == "" {
 		return false
 	}
+	if strings.Contains(reply, action) {
+		return true
+	}
 	r := squash(reply)
 	if strings.Contains(r, squash(action)) {
 		return true
@@ -164,7 +165,14 @@ func replyShows(reply, action string) bool {
 
 // squash drops all white space, so that a call re-indented still matches.
 func squash(s string) string {
-	return strings.Join(strings.Fields(s), "")
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		if !unicode.IsSpace(r) {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // parseCall reads a "<function=name>" call's name and parameters
@@ -227,4 +235,14 @@ func (s Step) Call() *Call {
 		return nil
 	}
 	return &Call{Name: name, Params: params}
+}
+
+// forPage works out what the step's template needs, once: the
+// observation split, whether the action gets a block, the call.
+func (s Step) forPage() *Step {
+	s.O, s.Show = splitObs(s.Observation), s.ShowAction()
+	if s.Show {
+		s.Fn = s.Call()
+	}
+	return &s
 }

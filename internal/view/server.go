@@ -186,7 +186,7 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head.Bytes())
-	if err := steps(func(st Step) error { return s.tmpl.ExecuteTemplate(bw, "step", st) }); err != nil {
+	if err := steps(func(st Step) error { return s.tmpl.ExecuteTemplate(bw, "step", st.forPage()) }); err != nil {
 		s.log.Error("view: steps", "task", key, "err", err)
 		fmt.Fprintf(bw, `<li class="step format-error"><div class="format-msg">could not read the remaining steps: %s</div></li>`, template.HTMLEscapeString(err.Error()))
 	}
