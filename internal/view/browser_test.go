@@ -9,6 +9,7 @@ import (
 	"image"
 	"image/png"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,6 +70,17 @@ func TestBrowser(t *testing.T) {
 	}
 	ts := httptest.NewServer(srv) // loopback
 	defer ts.Close()
+	// swerve collect's rollouts: 12 tasks, 4 rollouts each (GRPO groups).
+	rollouts := filepath.Join(root, "rollouts.jsonl")
+	genRollouts(t, rollouts, 12, 4)
+	rr := mustOpen(t, rollouts)
+	rr.Path = "/runs/rollouts.jsonl"
+	rsrv, err := NewServer(nil, rr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rts := httptest.NewServer(rsrv)
+	defer rts.Close()
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:0:0],
 		chromedp.ExecPath(exe), chromedp.Headless, chromedp.NoFirstRun,
@@ -128,6 +140,35 @@ func TestBrowser(t *testing.T) {
 	if eval(`String(document.querySelectorAll('svg.hist rect').length > 0)`) != "true" {
 		t.Error("no histogram bars")
 	}
+	// The header says which model (offline marked), dataset, scaffold,
+	// start and settings.
+	for sel, want := range map[string]string{
+		"#info-model":    "replay/gen offline",
+		"#info-dataset":  "demo/tasks.jsonl",
+		"#info-scaffold": "r2egym, mini_swe_agent",
+		"#info-started":  "2026-11-20 10:00:00 UTC",
+	} {
+		if got := eval(fmt.Sprintf(`document.querySelector(%q).textContent.trim()`, sel)); got != want {
+			t.Errorf("%s says %q, want %q", sel, got, want)
+		}
+	}
+	if got := eval(`document.querySelector('#info-model .badge.offline') !== null ? 'yes' : 'no'`); got != "yes" {
+		t.Error("the offline model has no offline badge")
+	}
+	if got := eval(`document.querySelector('#info-settings').textContent`); !strings.Contains(got, "max_steps 40") || !strings.Contains(got, "temperature 0") {
+		t.Errorf("settings %q", got)
+	}
+	// Why each 0 failed, and what the time column measures.
+	why := `(key) => document.querySelector('#tasks tr[data-key="' + key + '"] td.why').textContent`
+	for key, want := range map[string]string{"demo__http-0001": "FAIL_TO_PASS failed: 1", "demo__orm-0006": "box: the box would not open: container exited",
+		"demo__calc-0000": "", "demo__http-0005": "tampered: the patch edits test infrastructure (conftest.py)"} {
+		if got := eval(fmt.Sprintf(`(%s)(%q)`, why, key)); got != want {
+			t.Errorf("why of %s %q, want %q", key, got, want)
+		}
+	}
+	if got := eval(`document.querySelector('#time-head').textContent.trim()`); got != "agent time" {
+		t.Errorf("time column headed %q", got)
+	}
 	shot(t, ctx, "overview")
 
 	// Filter: choosing an outcome submits the form; the URL carries it.
@@ -149,7 +190,7 @@ func TestBrowser(t *testing.T) {
 	if after == before {
 		t.Error("sorting by turns left the rows as they were")
 	}
-	turns := eval(`Array.from(document.querySelectorAll('#tasks tbody tr td:nth-child(4)')).map(c => c.textContent).join(' ')`)
+	turns := eval(`Array.from(document.querySelectorAll('#tasks tbody tr td:nth-child(5)')).map(c => c.textContent).join(' ')`)
 	if f := strings.Fields(turns); len(f) < 2 || f[0] < f[len(f)-1] {
 		t.Errorf("turns not descending: %s", turns)
 	}
@@ -170,13 +211,34 @@ func TestBrowser(t *testing.T) {
 		t.Error("expand all left the thinking folded")
 	}
 	step("collapse all", chromedp.Click(chromedp.CSS("#collapse")))
+	// The trajectory comes before the patch and the tests; the prompts are
+	// there, folded; the observations carry an exit badge, not their
+	// wrapper.
+	order := `(() => { const s = document.querySelector('#steps'), p = document.querySelector('#patch'), t = document.querySelector('#tests');
+		return String(!!(s.compareDocumentPosition(p) & Node.DOCUMENT_POSITION_FOLLOWING) && !!(p.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING)) })()`
+	if eval(order) != "true" {
+		t.Error("the trajectory is not first")
+	}
+	if got := eval(`Array.from(document.querySelectorAll('#prompts details:not([open]) summary')).map(s => s.textContent.split(' (')[0]).join(', ')`); got != "system prompt, first user prompt" {
+		t.Errorf("prompts %q", got)
+	}
+	if got := eval(`document.querySelector('#step-0 .badge.exit').textContent`); got != "exit 0" {
+		t.Errorf("step 0's exit badge %q", got)
+	}
+	if got := eval(`String(Array.from(document.querySelectorAll('#steps pre')).some(p => p.textContent.includes('Exit code:') || p.textContent.includes('Execution output of')))`); got != "false" {
+		t.Error("an observation keeps its wrapper lines")
+	}
 	eval(`(() => { window.scrollTo(0, 0); return '' })()`)
 	shot(t, ctx, "task")
 	eval(`(() => { document.querySelector('#step-1').scrollIntoView(); return '' })()`)
 	shot(t, ctx, "trajectory")
 
-	// Failing tests highlighted.
-	step("open failing task", chromedp.Navigate(ts.URL+"/task?key=demo__http-0001"), chromedp.WaitVisible(chromedp.CSS("#test-output")))
+	// Failing tests highlighted, in a test log folded until opened.
+	step("open failing task", chromedp.Navigate(ts.URL+"/task?key=demo__http-0001"), chromedp.WaitVisible(chromedp.CSS("#steps")))
+	if got := eval(`String(document.querySelector('#test-log').open)`); got != "false" {
+		t.Error("the test log is open by default")
+	}
+	step("open the test log", chromedp.Click(chromedp.CSS("#test-log summary")), chromedp.WaitVisible(chromedp.CSS("#test-output")))
 	if got := eval(`document.querySelector('#test-output .f2p-fail').textContent`); !strings.Contains(got, "test_empty") {
 		t.Errorf("FAIL_TO_PASS highlight %q", got)
 	}
@@ -186,7 +248,7 @@ func TestBrowser(t *testing.T) {
 	if eval(`String(document.querySelector('#test-output .p2p-fail') !== null)`) != "true" {
 		t.Error("no PASS_TO_PASS highlight")
 	}
-	eval(`(() => { document.querySelector('#diff').scrollIntoView(); return '' })()`)
+	eval(`(() => { document.querySelector('#patch').scrollIntoView(); return '' })()`)
 	shot(t, ctx, "tests")
 
 	// A vs B: changed first.
@@ -195,7 +257,58 @@ func TestBrowser(t *testing.T) {
 	if first != "demo__cli-0003 demo__calc-0004 demo__http-0001 demo__orm-0002" {
 		t.Errorf("compare starts %q, want the worse one, then the better ones", first)
 	}
+	// Instance names are links to the task.
+	if got := eval(`document.querySelector('#pairs tbody tr td.instance a').getAttribute('href')`); got != "/task?key=demo__cli-0003" {
+		t.Errorf("first instance links to %q", got)
+	}
 	shot(t, ctx, "compare")
+	step("follow an instance link", chromedp.Click(chromedp.CSS(`#pairs tbody tr td.instance a`)))
+	waitURL("/task?key=demo__cli-0003")
+
+	// Rollouts: one row per task with pass@k, mean and spread; the run's
+	// pass@1 and pass@k.
+	step("open rollouts", chromedp.Navigate(rts.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#groups")))
+	if got := eval(`document.querySelector('#pass1').textContent + ' ' + document.querySelector('#passk').textContent`); got != "44.4% 70.8%" {
+		t.Errorf("pass@1 and pass@k cards %q", got)
+	}
+	if got := eval(`String(document.querySelectorAll('#groups tbody tr').length)`); got != "12" {
+		t.Errorf("%s group rows, want 12", got)
+	}
+	cells := `(key) => Array.from(document.querySelector('#groups tr[data-key="' + key + '"]').cells).slice(1, 8).map(c => c.textContent.trim()).join(' | ')`
+	for key, want := range map[string]string{
+		"demo__calc-0000": "4 | 0 | 0.00 | 0.00 | 0.00–0.00 | 0.00 | 0.00",
+		"demo__calc-0001": "3 +1 error | 1 | 0.33 | 0.47 | 0.00–1.00 | 0.33 | 1.00",
+		"demo__calc-0002": "4 | 3 | 0.75 | 0.43 | 0.00–1.00 | 0.75 | 1.00",
+	} {
+		if got := eval(fmt.Sprintf(`(%s)(%q)`, cells, key)); got != want {
+			t.Errorf("group %s: %q, want %q", key, got, want)
+		}
+	}
+	if got := eval(`String(document.querySelectorAll('#groups tr[data-key="demo__calc-0002"] td.rollouts a').length)`); got != "4" {
+		t.Errorf("%s rollout links in a group, want 4", got)
+	}
+	eval(`(() => { document.querySelector('#stats').scrollIntoView(); return '' })()`)
+	shot(t, ctx, "groups")
+	step("list every rollout", chromedp.Click(chromedp.CSS("#show-rollouts")))
+	waitURL("rollouts=1")
+	if n := len(strings.Fields(eval(rows))); n != 48 {
+		t.Errorf("%d rollout rows, want 48", n)
+	}
+
+	// A text-mode rollout: the reply shows the command, so no action block;
+	// the observations lose <returncode>/<output>, the status is a badge.
+	step("open a rollout", chromedp.Navigate(rts.URL+"/task?key="+url.QueryEscape("demo__calc-0002#1")), chromedp.WaitVisible(chromedp.CSS("#steps")))
+	if got := eval(`String(document.querySelectorAll('#steps div.action').length)`); got != "0" {
+		t.Errorf("%s action blocks under replies that show the command", got)
+	}
+	if got := eval(`String(document.body.innerText.includes('<returncode>') || document.body.innerText.includes('<output>'))`); got != "false" {
+		t.Error("raw <returncode>/<output> tags on the page")
+	}
+	if got := eval(`Array.from(document.querySelectorAll('#steps .badge.exit')).map(b => b.textContent + ':' + b.classList.contains('exit-ok')).join(' ')`); got != "exit 0:true exit 1:false" {
+		t.Errorf("exit badges %q", got)
+	}
+	step("open the prompts", chromedp.Click(chromedp.CSS("#prompts details.prompt-system summary")))
+	shot(t, ctx, "rollout")
 }
 
 func setReward(t *testing.T, path string, reward float64) {

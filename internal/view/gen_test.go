@@ -33,6 +33,8 @@ func genRun(tb testing.TB, dir string, n int, steps func(i int) int) {
 			Offline: true, Standing: run.Standing{Status: run.StatusGraded, Attempts: 1},
 			Started: base, Finished: base.Add(time.Duration(30+i%50) * time.Second),
 			ProblemStatement: "The function in " + id + " returns the wrong value for an empty input.\nIt should return 0.",
+			Config: map[string]any{"dataset": "demo/tasks.jsonl", "scaffold": scaffolds[i%2], "llm_name": "replay/gen", "max_steps": "40",
+				"max_token_limit": "65536", "temperature": "0", "backend": "docker", "max_workers": "4", "eval_timeout": "30m0s", "help": "false"},
 		}
 		ns := steps(i)
 		traj := &agent.Trajectory{InstanceID: id, Scaffold: rec.Scaffold, Mode: "text", Model: rec.Model, Offline: true,
@@ -125,3 +127,71 @@ func genRun(tb testing.TB, dir string, n int, steps func(i int) int) {
 
 // fewSteps is the step count of the small fixture's tasks.
 func fewSteps(i int) int { return 5 + i%4 }
+
+// genRollouts writes a swerve collect output of tasks × k rollouts (GRPO
+// groups, adjacent as collect writes them), as swerve serve answers with a
+// text-mode scaffold: the system and user prompts in the input, replies
+// with a ```bash block, observations in mini-swe-agent's tags. Task i's
+// rollout r is resolved when (r+1)*(i%4) >= k (task 0 never, task 3 all
+// but the first); rollout 2 of task 1 failed outside the model.
+func genRollouts(tb testing.TB, path string, tasks, k int) {
+	tb.Helper()
+	var b strings.Builder
+	for i := range tasks {
+		id := fmt.Sprintf("demo__calc-%04d", i)
+		for r := range k {
+			resolved := (r+1)*(i%4) >= k
+			reward := 0.0
+			if resolved {
+				reward = 1
+			}
+			f2p := "tests/test_mod.py::test_empty"
+			status := map[string]any{"FAIL_TO_PASS": map[string][]string{"success": {}, "failure": {f2p}}, "PASS_TO_PASS": map[string][]string{"success": {}, "failure": {}}}
+			if resolved {
+				status["FAIL_TO_PASS"] = map[string][]string{"success": {f2p}, "failure": {}}
+			}
+			msg := func(role, text string) map[string]any {
+				typ := "output_text"
+				if role != "assistant" {
+					typ = "input_text"
+				}
+				return map[string]any{"type": "message", "role": role, "content": []map[string]any{{"type": typ, "text": text}}}
+			}
+			output := []map[string]any{
+				msg("assistant", "THOUGHT: I look for the function first.\n\n```bash\ngrep -n 'def value' src/mod.py\n```"),
+				msg("user", "<returncode>0</returncode>\n<output>\n8:def value(xs):\n</output>"),
+				msg("assistant", "THOUGHT: The tests show the failure.\n\n```bash\npython3 -m pytest -q tests/test_mod.py\n```"),
+				msg("user", "<returncode>1</returncode>\n<output>\nF.\nFAILED tests/test_mod.py::test_empty - IndexError\n1 failed, 1 passed in 0.05s\n</output>"),
+				msg("assistant", "THOUGHT: I add the guard and submit.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff\n```"),
+			}
+			row := map[string]any{
+				"instance_id": id, "_ng_task_index": i, "_ng_rollout_index": r, "agent_ref": map[string]any{"name": "swerve_agent"},
+				"responses_create_params": map[string]any{"input": []map[string]any{
+					{"role": "system", "content": "You solve programming tasks with one shell command per reply, in a ```bash block."},
+					{"role": "user", "content": "The function in " + id + " returns the wrong value for an empty input. It should return 0."}}},
+				"response": map[string]any{"id": fmt.Sprintf("resp_%d_%d", i, r), "model": "hosted_vllm/policy", "status": "completed", "output": output,
+					"usage": map[string]any{"input_tokens": 3000 + 100*r, "output_tokens": 300, "total_tokens": 3300 + 100*r}},
+				"reward": reward, "resolved": resolved,
+				"metadata": map[string]any{"model_patch": "diff --git a/src/mod.py b/src/mod.py\n--- a/src/mod.py\n+++ b/src/mod.py\n@@ -8,2 +8,4 @@\n def value(xs):\n+    if not xs:\n+        return 0\n     return xs[0]\n",
+					"exit_reason": "submitted", "steps": 3, "timings": map[string]any{"agent_seconds": 20 + 3*r + i, "total_seconds": 45 + 3*r + i},
+					"eval_report": map[string]any{id: map[string]any{"resolved": resolved, "tests_status": status}}, "repo": "demo/calc"},
+			}
+			if i == 1 && r == 2 {
+				row["response"] = map[string]any{"id": "resp_err", "model": "hosted_vllm/policy", "status": "failed", "output": []any{},
+					"error": map[string]any{"code": "server_error", "message": "box: container exited"}}
+				row["reward"], row["resolved"] = 0, false
+				row["infra_error"] = map[string]any{"kind": "box", "detail": "container exited"}
+				row["metadata"] = map[string]any{"model_patch": "", "exit_reason": "", "steps": 0, "timings": map[string]any{"total_seconds": 1.0}}
+			}
+			line, err := json.Marshal(row)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			b.Write(line)
+			b.WriteByte('\n')
+		}
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}

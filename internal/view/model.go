@@ -14,6 +14,7 @@ package view
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -35,16 +36,22 @@ type Summary struct {
 	Repo       string
 	Scaffold   string
 	Model      string
+	// Offline is set when the row says its model was no real model
+	// (replay/..., oracle/gold), or the name says so.
+	Offline bool
 	// Status is "graded", or "error" for a task that failed outside the
 	// model (its reward is no result).
 	Status     string
 	Reward     float64
 	ExitReason string
 	Error      string
-	Turns      int
-	Tokens     int
-	Cost       float64
-	Seconds    float64
+	// Reason is the grader's reason for the reward (reward_reason), when
+	// the row has one.
+	Reason  string
+	Turns   int
+	Tokens  int
+	Cost    float64
+	Seconds float64
 	// Started and Finished bound the task's attempt (swerve's records
 	// only; zero elsewhere).
 	Started, Finished time.Time
@@ -78,6 +85,43 @@ func (s *Summary) Outcome() string {
 	return "unresolved"
 }
 
+// Why says why a task did not get reward 1, in a few words: the error of
+// an error (its kind first), else the grader's reason, and the exit reason
+// when the episode did not end by submitting. It is "" for a resolved or
+// ungraded task.
+func (s *Summary) Why() string {
+	switch s.Outcome() {
+	case "resolved", "ungraded":
+		return ""
+	case "error":
+		if s.Error == "" {
+			return "error (no detail recorded)"
+		}
+		return s.Error
+	}
+	var parts []string
+	if s.Reason != "" && s.Reason != "resolved" {
+		parts = append(parts, s.Reason)
+	}
+	if !normalExit(s.ExitReason) {
+		parts = append(parts, "ended by "+s.ExitReason)
+	}
+	if len(parts) == 0 {
+		return "no reason recorded"
+	}
+	return strings.Join(parts, "; ")
+}
+
+// normalExit reports whether an exit reason is the model's own ending
+// (swerve's, upstream's and mini-swe-agent's names for it), or unknown.
+func normalExit(e string) bool {
+	switch e {
+	case "", "submitted", "agent", "Submitted", "max_step_limit", "agent_max_step_limit":
+		return true
+	}
+	return false
+}
+
 // Detail is one task read whole for its page.
 type Detail struct {
 	Summary
@@ -92,12 +136,35 @@ type Detail struct {
 	FailF2P, FailP2P []string
 	PassF2P, PassP2P []string
 	Report           json.RawMessage
+	// Prompts are the conversation's opening messages, up to the first
+	// user message: the system prompt and the task's prompt as sent.
+	Prompts []Prompt
 	// Flags are the audit's flags, step by step.
 	Flags []Flag
 	Steps []Step
 	// Raw are the task's files, relative to the run directory, that the
 	// page links to.
 	Raw []string
+}
+
+// ShowProblem reports whether the problem statement needs showing apart:
+// not when it is one of the prompts word for word (a Gym row's is its
+// first user message).
+func (d *Detail) ShowProblem() bool {
+	if d.ProblemStatement == "" {
+		return false
+	}
+	for _, p := range d.Prompts {
+		if p.Text == d.ProblemStatement {
+			return false
+		}
+	}
+	return true
+}
+
+// Prompt is one message the model was given before its first turn.
+type Prompt struct {
+	Role, Text string
 }
 
 // Flag is one audit flag: the step, what it reached for, and the command.
@@ -123,6 +190,12 @@ type Step struct {
 	TotalTok    int
 	// Signals are the audit's flags for the step's calls.
 	Signals []Flag
+
+	// For the page (see forPage): the observation split, whether the
+	// action gets a block of its own, and the action as a call.
+	O    Obs
+	Show bool
+	Fn   *Call
 }
 
 // Kind names the step for the page: "submit", "format-error", "action" or

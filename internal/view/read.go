@@ -129,6 +129,7 @@ type swerveRow struct {
 	SwerveExit   string          `json:"swerve_exit_reason"`
 	ExitDetail   string          `json:"exit_detail"`
 	RewardReason string          `json:"reward_reason"`
+	Offline      bool            `json:"offline"`
 	Signals      map[string]int  `json:"signals"`
 	Cost         float64         `json:"cost"`
 	TotalTime    float64         `json:"total_time"`
@@ -149,6 +150,7 @@ type swerveSummaryRow struct {
 type swerveDetailRow struct {
 	swerveRow
 	Steps            []rawStep       `json:"trajectory_steps"`
+	History          []rawMessage    `json:"history"`
 	ProblemStatement string          `json:"problem_statement"`
 	Patch            string          `json:"output_patch"`
 	TestOutput       string          `json:"test_output"`
@@ -158,10 +160,11 @@ type swerveDetailRow struct {
 func (r *swerveRow) summary(turns int) Summary {
 	s := Summary{InstanceID: r.InstanceID, Scaffold: r.Scaffold, Model: r.Model, Status: "graded", Reward: r.Reward,
 		ExitReason: r.ExitReason, Turns: turns, Tokens: r.TokenUsage.Total, Cost: r.Cost, Seconds: r.TotalTime,
-		Tampered: strings.HasPrefix(r.RewardReason, "tampered"), Signals: signalCount(r.Signals)}
+		Tampered: strings.HasPrefix(r.RewardReason, "tampered"), Signals: signalCount(r.Signals), Reason: r.RewardReason}
 	if s.Model == "" {
 		s.Model = r.AgentArgs.LLMName
 	}
+	s.Offline = r.Offline || offlineModel(s.Model)
 	var ds struct {
 		Repo string `json:"repo"`
 	}
@@ -176,6 +179,7 @@ type recordRow struct {
 	Repo         string          `json:"repo"`
 	Scaffold     string          `json:"scaffold"`
 	Model        string          `json:"model"`
+	Offline      bool            `json:"offline"`
 	Status       string          `json:"status"`
 	ErrorKind    string          `json:"error_kind"`
 	Error        string          `json:"error"`
@@ -213,14 +217,56 @@ type recordDetailRow struct {
 	recordRow
 	Trajectory *struct {
 		recordTraj
-		Steps []rawStep `json:"trajectory_steps"`
+		Steps    []rawStep    `json:"trajectory_steps"`
+		Messages []rawMessage `json:"messages"`
 	} `json:"trajectory"`
+}
+
+// rawMessage is a chat message: its content a string, or a list of parts
+// with text.
+type rawMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+func (m *rawMessage) text() string {
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(m.Content, &parts)
+	var out []string
+	for _, p := range parts {
+		out = append(out, p.Text)
+	}
+	return strings.Join(out, "\n")
+}
+
+// prompts are the opening messages of a conversation, up to the first
+// user message.
+func prompts(msgs []rawMessage) []Prompt {
+	var out []Prompt
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Role == "assistant" {
+			break
+		}
+		out = append(out, Prompt{Role: m.Role, Text: m.text()})
+		if m.Role == "user" {
+			break
+		}
+	}
+	return out
 }
 
 func (r *recordRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Scaffold: r.Scaffold, Model: r.Model, Status: "graded", Reward: r.Reward,
 		ExitReason: r.ExitReason, Tampered: len(r.Tampered) > 0 || strings.HasPrefix(r.RewardReason, "tampered"),
-		Started: r.Started, Finished: r.Finished, Signals: signalCount(r.Signals)}
+		Started: r.Started, Finished: r.Finished, Signals: signalCount(r.Signals), Reason: r.RewardReason,
+		Offline: r.Offline || offlineModel(r.Model)}
 	if r.ExitReason == "" {
 		s.ExitReason = r.SwerveExit
 	}
@@ -247,6 +293,7 @@ type gymRow struct {
 		Signals    map[string]int  `json:"signals"`
 		Flags      []Flag          `json:"signal_flags"`
 		Timings    struct {
+			Agent float64 `json:"agent_seconds"`
 			Total float64 `json:"total_seconds"`
 		} `json:"timings"`
 		Repo string `json:"repo"`
@@ -295,10 +342,14 @@ func (it *gymItem) text() string {
 
 func (r *gymRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Model: r.Response.Model, Status: "graded", Reward: r.Reward,
-		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Scaffold: "gym", Signals: signalCount(r.Metadata.Signals)}
+		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Signals: signalCount(r.Metadata.Signals)}
 	if s.Repo == "" {
 		s.Repo = r.Metadata.Repo
 	}
+	if r.Metadata.Timings.Agent > 0 {
+		s.Seconds = r.Metadata.Timings.Agent // the agent's time, as the other formats give it
+	}
+	s.Offline = offlineModel(s.Model)
 	if r.Response.Usage != nil {
 		s.Tokens = r.Response.Usage.Total
 	}
@@ -308,6 +359,12 @@ func (r *gymRow) summary() Summary {
 				s.Turns++
 			}
 		}
+	}
+	if r.Response.Error != nil {
+		s.Reason = r.Response.Error.Message
+	}
+	if s.Reason == "" && r.Reward != 1 {
+		s.Reason = reportReason(r.Metadata.Patch, r.Metadata.Report)
 	}
 	if len(r.Infra) > 0 && string(r.Infra) != "null" {
 		var infra struct{ Kind, Detail string }
@@ -448,7 +505,7 @@ func (m *miniMessage) text() string {
 
 func (t *miniTraj) summary() Summary {
 	s := Summary{InstanceID: t.InstanceID, Model: t.Info.Config.Model.Name, Status: "ungraded", ExitReason: t.Info.ExitStatus,
-		Cost: t.Info.Stats.Cost, Turns: t.Info.Stats.APICalls, Scaffold: "mini-swe-agent"}
+		Cost: t.Info.Stats.Cost, Turns: t.Info.Stats.APICalls, Scaffold: "mini-swe-agent", Offline: offlineModel(t.Info.Config.Model.Name)}
 	if s.Turns == 0 {
 		for _, m := range t.Messages {
 			if m.Role == "assistant" {
@@ -502,6 +559,12 @@ func (t *miniTraj) steps() []Step {
 		steps[n-1].Done = true
 	}
 	return steps
+}
+
+// offlineModel reports whether a model name is one of swerve's offline
+// models: recorded replies (replay/...) or a scripted policy (oracle/...).
+func offlineModel(name string) bool {
+	return strings.HasPrefix(name, "replay/") || strings.HasPrefix(name, "oracle/")
 }
 
 func firstLine(s string) string {
@@ -575,6 +638,7 @@ func detail(format string, row []byte) (*Detail, error) {
 			d.Steps = append(d.Steps, s.step())
 		}
 		d.Flags = stepFlags(r.Steps)
+		d.Prompts = prompts(r.History)
 	case FormatRecord:
 		var r recordDetailRow
 		if err := json.Unmarshal(row, &r); err != nil {
@@ -588,6 +652,7 @@ func detail(format string, row []byte) (*Detail, error) {
 				d.Steps = append(d.Steps, s.step())
 			}
 			d.Flags = stepFlags(t.Steps)
+			d.Prompts = prompts(t.Messages)
 		}
 	case FormatGym:
 		var r gymRow
@@ -602,6 +667,10 @@ func detail(format string, row []byte) (*Detail, error) {
 		}
 		if r.Response.Error != nil {
 			d.ExitDetail = r.Response.Error.Message
+		}
+		var msgs []rawMessage
+		if json.Unmarshal(r.Params.Input, &msgs) == nil {
+			d.Prompts = prompts(msgs)
 		}
 		var input []gymItem
 		if json.Unmarshal(r.Params.Input, &input) == nil {
@@ -634,6 +703,15 @@ func detail(format string, row []byte) (*Detail, error) {
 		d.ExitDetail = t.Info.Exception
 		d.Steps = t.steps()
 		for _, m := range t.Messages {
+			if m.Role == "assistant" {
+				break
+			}
+			d.Prompts = append(d.Prompts, Prompt{Role: m.Role, Text: m.text()})
+			if m.Role == "user" {
+				break
+			}
+		}
+		for _, m := range t.Messages {
 			if m.Role == "user" {
 				d.ProblemStatement = m.text()
 				break
@@ -644,6 +722,24 @@ func detail(format string, row []byte) (*Detail, error) {
 	}
 	d.FailF2P, d.FailP2P, d.PassF2P, d.PassP2P = testsOf(d.Report)
 	return d, nil
+}
+
+// reportReason says why a rollout without a reason of its own failed,
+// from its patch and its grader's report: an empty patch, or how many of
+// its FAIL_TO_PASS and PASS_TO_PASS tests failed.
+func reportReason(patch string, report json.RawMessage) string {
+	if strings.TrimSpace(patch) == "" {
+		return "empty patch"
+	}
+	failF2P, failP2P, _, _ := testsOf(report)
+	var parts []string
+	if n := len(failF2P); n > 0 {
+		parts = append(parts, fmt.Sprintf("FAIL_TO_PASS failed: %d", n))
+	}
+	if n := len(failP2P); n > 0 {
+		parts = append(parts, fmt.Sprintf("PASS_TO_PASS failed: %d", n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // testsOf reads the SWE-bench harness report ({id: {tests_status:

@@ -3,9 +3,11 @@ package view
 import (
 	"fmt"
 	"html/template"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // foldAt is the size past which an observation or output is folded.
@@ -25,7 +27,15 @@ var funcs = template.FuncMap{
 		}
 		return strconv.FormatFloat(s.Reward, 'g', 3, 64)
 	},
-	"secs":  secs,
+	"secs": secs,
+	"when": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 UTC") },
+	"num":  func(f float64) string { return strconv.FormatFloat(f, 'f', 2, 64) },
+	"prob": func(f float64) string {
+		if math.IsNaN(f) {
+			return "–"
+		}
+		return strconv.FormatFloat(f, 'f', 2, 64)
+	},
 	"money": func(f float64) string { return "$" + strconv.FormatFloat(f, 'f', 2, 64) },
 	"short": func(n int) string { return short(float64(n)) },
 	"size":  size,

@@ -150,11 +150,11 @@ func pick(row []byte, wanted map[string]bool, steps string, nested map[string]fu
 }
 
 var swerveWanted = map[string]bool{"instance_id": true, "scaffold": true, "model": true, "reward": true, "exit_reason": true,
-	"swerve_exit_reason": true, "reward_reason": true, "cost": true, "total_time": true, "ds": true, "token_usage": true, "agent_args": true, "signals": true}
+	"swerve_exit_reason": true, "reward_reason": true, "cost": true, "total_time": true, "ds": true, "token_usage": true, "agent_args": true, "signals": true, "offline": true}
 
 var recordWanted = map[string]bool{"instance_id": true, "repo": true, "scaffold": true, "model": true, "status": true, "error_kind": true,
 	"error": true, "reward": true, "reward_reason": true, "tampered": true, "exit_reason": true, "swerve_exit_reason": true,
-	"started": true, "finished": true, "signals": true}
+	"started": true, "finished": true, "signals": true, "offline": true}
 
 var trajWanted = map[string]bool{"token_usage": true, "cost": true, "total_time": true}
 

@@ -97,12 +97,18 @@ func (s *Server) nav(title string) Nav {
 
 type overviewData struct {
 	Nav
-	Run      *Run
-	RunIndex int
-	Stats    Stats
-	Query    Query
-	Page     Page
-	Path     string
+	Run        *Run
+	RunIndex   int
+	Info       Info
+	Stats      Stats
+	GroupStats GroupStats
+	// Grouped is set when the table shows one row per task (Groups)
+	// rather than one per rollout (Page).
+	Grouped bool
+	Groups  GroupPage
+	Query   Query
+	Page    Page
+	Path    string
 }
 
 func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
@@ -116,9 +122,26 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	info, err := run.Info()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	groups, err := run.Groups()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
 	q := ParseQuery(r.URL.Query())
 	q.Run = ri
-	s.render(w, "overview.html", overviewData{Nav: s.nav(run.Name), Run: run, RunIndex: ri, Stats: Summarize(tasks), Query: q, Page: Select(tasks, q), Path: "/"})
+	data := overviewData{Nav: s.nav(run.Name), Run: run, RunIndex: ri, Info: info, Stats: Summarize(tasks), GroupStats: SummarizeGroups(groups),
+		Query: q, Path: "/"}
+	if data.GroupStats.Repeated && !q.Rollouts {
+		data.Grouped, data.Groups = true, SelectGroups(groups, q)
+	} else {
+		data.Page = Select(tasks, q)
+	}
+	s.render(w, "overview.html", data)
 }
 
 type taskData struct {
@@ -153,9 +176,9 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	}
 	// The page up to the steps is rendered whole (an error is still a
 	// 500); the steps are then written as they are read from the file.
+	data := taskData{Nav: s.nav(d.Key + " · " + run.Name), Run: run, RunIndex: ri, Task: d, Diff: diffLines(d.Patch), Tests: testLines(d), Back: back}
 	var head bytes.Buffer
-	if err := s.tmpl.ExecuteTemplate(&head, "task.html", taskData{Nav: s.nav(d.Key + " · " + run.Name), Run: run, RunIndex: ri, Task: d,
-		Diff: diffLines(d.Patch), Tests: testLines(d), Back: back}); err != nil {
+	if err := s.tmpl.ExecuteTemplate(&head, "task.html", data); err != nil {
 		s.log.Error("view: render", "page", "task.html", "err", err)
 		http.Error(w, "render task.html: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -163,11 +186,13 @@ func (s *Server) task(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	bw := bufio.NewWriterSize(w, 64<<10)
 	_, _ = bw.Write(head.Bytes())
-	if err := steps(func(st Step) error { return s.tmpl.ExecuteTemplate(bw, "step", st) }); err != nil {
+	if err := steps(func(st Step) error { return s.tmpl.ExecuteTemplate(bw, "step", st.forPage()) }); err != nil {
 		s.log.Error("view: steps", "task", key, "err", err)
 		fmt.Fprintf(bw, `<li class="step format-error"><div class="format-msg">could not read the remaining steps: %s</div></li>`, template.HTMLEscapeString(err.Error()))
 	}
-	_ = s.tmpl.ExecuteTemplate(bw, "task-end", nil)
+	if err := s.tmpl.ExecuteTemplate(bw, "task-end", data); err != nil {
+		s.log.Error("view: render", "page", "task-end", "err", err)
+	}
 	_ = bw.Flush()
 }
 

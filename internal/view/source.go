@@ -28,6 +28,8 @@ type Run struct {
 	// Dir is the run directory raw files are served from ("" for a file:
 	// then only the task's own row is served).
 	Dir string
+	// file is the run's file when it is one ("" for a directory).
+	file string
 
 	mu      sync.Mutex
 	idx     *index
@@ -47,6 +49,8 @@ type index struct {
 	format string
 	tasks  []Summary
 	byKey  map[string]int
+	info   Info
+	groups []Group
 }
 
 // Open checks that path is something the viewer reads and returns its Run;
@@ -63,6 +67,8 @@ func Open(path string) (*Run, error) {
 	r := &Run{Path: abs, Name: filepath.Base(abs), now: time.Now}
 	if st.IsDir() {
 		r.Dir = abs
+	} else {
+		r.file = abs
 	}
 	if _, err := r.index(); err != nil {
 		return nil, err
@@ -73,10 +79,10 @@ func Open(path string) (*Run, error) {
 // files are the files the run's index is made from, and their format.
 func (r *Run) files() ([]string, string, error) {
 	if r.Dir == "" {
-		if strings.HasSuffix(r.Path, ".traj.json") || strings.HasSuffix(r.Path, ".json") {
-			return []string{r.Path}, "json", nil
+		if strings.HasSuffix(r.file, ".traj.json") || strings.HasSuffix(r.file, ".json") {
+			return []string{r.file}, "json", nil
 		}
-		return []string{r.Path}, "jsonl", nil
+		return []string{r.file}, "jsonl", nil
 	}
 	// swerve's own records first: they hold the errors too, which
 	// <exp_name>.jsonl leaves out.
@@ -219,8 +225,33 @@ func (r *Run) index() (*index, error) {
 			idx.byKey[t.Key] = i
 		}
 	}
+	var row []byte
+	if len(idx.tasks) > 0 {
+		row, _ = readRow(&idx.tasks[0])
+	}
+	idx.info = infoOf(idx.tasks, idx.format, row)
+	idx.groups = groupsOf(idx.tasks)
 	r.idx = idx
 	return idx, nil
+}
+
+// Info is what the run was (model, dataset, scaffold, start, settings).
+func (r *Run) Info() (Info, error) {
+	idx, err := r.index()
+	if err != nil {
+		return Info{}, err
+	}
+	return idx.info, nil
+}
+
+// Groups are the run's tasks grouped by instance id, in first-seen order
+// (several rollouts of one task, as swerve collect writes them).
+func (r *Run) Groups() ([]Group, error) {
+	idx, err := r.index()
+	if err != nil {
+		return nil, err
+	}
+	return idx.groups, nil
 }
 
 // scanJSONL calls fn with the offset and bytes of every non-empty line;
@@ -276,20 +307,28 @@ func (r *Run) rowOf(key string) (*Summary, []byte, error) {
 		return nil, nil, fmt.Errorf("%w: %q", ErrNoTask, key)
 	}
 	s := idx.tasks[i]
+	row, err := readRow(&s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &s, row, nil
+}
+
+// readRow reads a task's row from its file: only its line of a JSONL file.
+func readRow(s *Summary) ([]byte, error) {
 	if s.length < 0 {
-		data, err := os.ReadFile(s.file)
-		return &s, data, err
+		return os.ReadFile(s.file)
 	}
 	f, err := os.Open(s.file)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer f.Close()
 	buf := make([]byte, s.length)
 	if _, err := f.ReadAt(buf, s.offset); err != nil {
-		return nil, nil, fmt.Errorf("read %s at %d: %w", s.file, s.offset, err)
+		return nil, fmt.Errorf("read %s at %d: %w", s.file, s.offset, err)
 	}
-	return &s, buf, nil
+	return buf, nil
 }
 
 // Task reads one task whole for its page.

@@ -183,6 +183,19 @@ func (s *streamScanner) object(c byte, fn func(key string, c byte) error) error 
 // array walks the array whose first byte c was read ('[', or 'n' of null),
 // calling fn with each element's bytes.
 func (s *streamScanner) array(c byte, fn func(elem []byte) error) error {
+	return s.elements(c, func(c byte) error {
+		elem, err := s.value(c)
+		if err != nil {
+			return err
+		}
+		return fn(elem)
+	})
+}
+
+// elements walks the array whose first byte c was read ('[', or 'n' of
+// null), calling fn with each element's first byte; fn must read the
+// element (s.rest or s.value).
+func (s *streamScanner) elements(c byte, fn func(c byte) error) error {
 	if c == 'n' {
 		return s.rest(c)
 	}
@@ -194,11 +207,7 @@ func (s *streamScanner) array(c byte, fn func(elem []byte) error) error {
 		return err
 	}
 	for {
-		elem, err := s.value(c)
-		if err != nil {
-			return err
-		}
-		if err := fn(elem); err != nil {
+		if err := fn(c); err != nil {
 			return err
 		}
 		if c, err = s.ws(); err != nil {
@@ -215,6 +224,34 @@ func (s *streamScanner) array(c byte, fn func(elem []byte) error) error {
 			return fmt.Errorf("want ',' or ']' in an array, found %q", c)
 		}
 	}
+}
+
+// prompts reads a conversation array and keeps, as a JSON array, only
+// its opening messages: those up to the first user message (the system
+// prompt and the task's prompt). The rest is read past without keeping.
+func (s *streamScanner) prompts(c byte) ([]byte, error) {
+	out := []byte{'['}
+	done := false
+	err := s.elements(c, func(c byte) error {
+		if done {
+			return s.rest(c)
+		}
+		elem, err := s.value(c)
+		if err != nil {
+			return err
+		}
+		var m struct {
+			Role string `json:"role"`
+		}
+		_ = json.Unmarshal(elem, &m)
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, elem...)
+		done = m.Role == "user" || len(out) > 1<<20
+		return nil
+	})
+	return append(out, ']'), err
 }
 
 // streamed reports whether a format's steps are streamed.
@@ -236,7 +273,7 @@ func (r *Run) open(s *Summary) (io.ReadCloser, error) {
 }
 
 // bulky are the fields the first pass leaves out: the steps (streamed) and
-// the conversation (not shown).
+// the conversation (only its opening prompts are kept, see prompts).
 var bulky = map[string]bool{"trajectory_steps": true, "history": true, "messages": true}
 
 // withoutSteps reads the row's fields but the bulky ones, as a JSON object
@@ -255,6 +292,10 @@ func withoutSteps(rd io.Reader) ([]byte, error) {
 		}
 		err := s.object(c, func(key string, c byte) error {
 			switch {
+			case (key == "messages" || key == "history") && c == '[':
+				v, err := s.prompts(c)
+				add(key, v)
+				return err
 			case bulky[key]:
 				return s.rest(c)
 			case key == "trajectory" && c == '{':

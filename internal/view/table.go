@@ -28,6 +28,9 @@ type Query struct {
 	Changed bool
 	// Signals keeps only tasks with audit flags.
 	Signals bool
+	// Rollouts, for a run with several rollouts of a task, lists every
+	// rollout instead of one row per task (group).
+	Rollouts bool
 	// Run is the run shown: 0 (A) or 1 (B).
 	Run int
 }
@@ -41,7 +44,8 @@ const (
 // ParseQuery reads a Query from URL values.
 func ParseQuery(v url.Values) Query {
 	q := Query{Q: strings.TrimSpace(v.Get("q")), Outcome: v.Get("outcome"), Exit: v.Get("exit"), Scaffold: v.Get("scaffold"),
-		Repo: v.Get("repo"), Sort: v.Get("sort"), Desc: v.Get("desc") == "1", Changed: v.Get("changed") == "1", Signals: v.Get("signals") == "1"}
+		Repo: v.Get("repo"), Sort: v.Get("sort"), Desc: v.Get("desc") == "1", Changed: v.Get("changed") == "1", Signals: v.Get("signals") == "1",
+		Rollouts: v.Get("rollouts") == "1"}
 	q.Limit, _ = strconv.Atoi(v.Get("limit"))
 	if q.Limit <= 0 {
 		q.Limit = defaultLimit
@@ -76,6 +80,9 @@ func (q Query) Values() url.Values {
 	if q.Signals {
 		v.Set("signals", "1")
 	}
+	if q.Rollouts {
+		v.Set("rollouts", "1")
+	}
 	if q.Run > 0 {
 		v.Set("run", strconv.Itoa(q.Run))
 	}
@@ -106,6 +113,14 @@ func (q Query) SortURL(path, col string) string {
 	} else {
 		n.Sort, n.Desc = col, col != "key" && col != "repo" && col != "scaffold" && col != "exit"
 	}
+	return n.URL(path)
+}
+
+// RolloutsURL is the URL of the table listing every rollout (on), or one
+// row per task (off), from the first page.
+func (q Query) RolloutsURL(path string, on bool) string {
+	n := q
+	n.Offset, n.Rollouts = 0, on
 	return n.URL(path)
 }
 

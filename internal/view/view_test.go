@@ -412,9 +412,11 @@ func TestEachStepEdges(t *testing.T) {
 			t.Errorf("%s: %d steps, err %v; want %d, failure %v", tc.name, n, err, tc.steps, tc.fails)
 		}
 	}
-	small, err := withoutSteps(strings.NewReader(`{"a":1, "trajectory":{"cost":2,"messages":[1],"trajectory_steps":[{}]}, "history":[{"x":"y"}], "b":"c"}`))
-	if err != nil || string(small) != `{"a":1,"trajectory":{"cost":2},"b":"c"}` {
-		t.Errorf("withoutSteps: %s %v", small, err)
+	// The conversation is kept only up to its first user message (the
+	// prompts the page shows); the steps are left out.
+	small, err := withoutSteps(strings.NewReader(`{"a":1, "trajectory":{"cost":2,"messages":[{"role":"system","content":"s"}, {"role":"user","content":"u ]"},{"role":"assistant","content":"x"},{"role":"user","content":"y"}],"trajectory_steps":[{}]}, "history":[{"x":"y"}], "b":"c"}`))
+	if want := `{"a":1,"trajectory":{"cost":2,"messages":[{"role":"system","content":"s"},{"role":"user","content":"u ]"}]},"history":[{"x":"y"}],"b":"c"}`; err != nil || string(small) != want {
+		t.Errorf("withoutSteps: %s %v, want %s", small, err, want)
 	}
 }
 
@@ -440,5 +442,106 @@ func TestGymRowSignals(t *testing.T) {
 	q := Query{Signals: true}
 	if !q.match(&s) || q.match(&Summary{}) {
 		t.Errorf("the has-signals filter does not tell the row from a clean one")
+	}
+}
+
+// TestRunHeaderAndGroups: the overview names the model (offline marked),
+// dataset, scaffold, start and settings, or "unknown" where the rows
+// record none; a run with several rollouts per task shows one row per
+// task with its pass@k, mean and spread, and the run's pass@1 and pass@k.
+func TestRunHeaderAndGroups(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 14, fewSteps)
+	rollouts := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	genRollouts(t, rollouts, 6, 4)
+	mini := mustOpen(t, "testdata/mini/sample__calc-1.traj.json")
+	tests := []struct {
+		run    *Run
+		target string
+		has    []string
+		hasNot []string
+	}{
+		{mustOpen(t, dir), "/", []string{`id="info-model">replay/gen <span class="badge offline"`, `id="info-dataset">demo/tasks.jsonl<`,
+			`id="info-scaffold">r2egym, mini_swe_agent<`, `id="info-started">2026-11-20 10:00:00 UTC<`, `max_steps <b>40</b>`, `temperature <b>0</b>`,
+			`id="why-head"`, `<td class="why">FAIL_TO_PASS failed: 1</td>`, `<td class="why err">box: the box would not open: container exited</td>`,
+			`title="the agent's episode`, `>agent time`}, []string{`id="groups"`, `id="pass1"`, `help`}},
+		{mustOpen(t, "testdata/oracle.jsonl"), "/", []string{`id="info-model">oracle/gold <span class="badge offline"`, `id="info-dataset">examples/sample/tasks.jsonl<`,
+			`id="info-scaffold">r2egym<`, `id="info-started"><span class="muted">unknown</span>`}, nil},
+		{mini, "/", []string{`id="info-dataset"><span class="muted">unknown</span>`, `id="info-settings"><span class="muted">unknown</span>`}, []string{`badge offline`}},
+		{mustOpen(t, rollouts), "/", []string{`id="pass1">34.7%<`, `id="passk">62.5%<`, `pass@3 (unbiased)`, `id="groups"`, `6 of 6 tasks, 24 rollouts`,
+			`<td class="num g-mean">0.75</td>`, `<td class="num g-std">0.43</td>`, `<td class="num g-passk">0.75</td>`, `+1 error`,
+			`href="/task?key=demo__calc-0002%232"`, `id="info-model">hosted_vllm/policy</dd>`, `id="info-scaffold"><span class="muted">unknown</span>`, `id="info-started"><span class="muted">unknown</span>`, `id="show-rollouts"`}, []string{`id="tasks"`}},
+		{mustOpen(t, rollouts), "/?rollouts=1", []string{`id="tasks"`, `24 of 24 rollouts`, `demo__calc-0002#3`, `id="show-groups"`, `<td class="why">FAIL_TO_PASS failed: 1</td>`}, []string{`id="groups"`}},
+		{mustOpen(t, rollouts), "/?outcome=error", []string{`1 of 6 tasks`, `demo__calc-0001`}, []string{`demo__calc-0002`}},
+	}
+	for _, tc := range tests {
+		s, err := NewServer(nil, tc.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, s, tc.target)
+		if code != 200 {
+			t.Fatalf("%s %s: status %d: %.300s", tc.run.Name, tc.target, code, body)
+		}
+		for _, h := range tc.has {
+			if !strings.Contains(body, h) {
+				t.Errorf("%s %s: body lacks %q", tc.run.Name, tc.target, h)
+			}
+		}
+		for _, h := range tc.hasNot {
+			if strings.Contains(body, h) {
+				t.Errorf("%s %s: body has %q", tc.run.Name, tc.target, h)
+			}
+		}
+	}
+}
+
+// TestTaskPageLayout: the trajectory comes before the patch and the test
+// log, the test log is folded, the prompts are shown, an action the reply
+// already shows is not repeated, and observations lose their wrapper tags
+// (the exit status is a badge).
+func TestTaskPageLayout(t *testing.T) {
+	dir := t.TempDir()
+	genRun(t, dir, 14, fewSteps)
+	rollouts := filepath.Join(t.TempDir(), "rollouts.jsonl")
+	genRollouts(t, rollouts, 3, 2)
+	tests := []struct {
+		run    *Run
+		key    string
+		has    []string
+		hasNot []string
+	}{
+		{mustOpen(t, dir), "demo__http-0001", []string{`system prompt (`, `You are a careful engineer.`, `first user prompt (`, `<details class="tests" id="test-log">`,
+			`class="badge exit exit-ok"`, `>exit 0</span>`, `call <span class="fn">execute_bash</span>`, `<span class="pname">cmd</span>`},
+			[]string{`<details class="tests" id="test-log" open`, `Exit code: 0`, `Execution output of`}},
+		{mustOpen(t, "testdata/mini/sample__calc-1.traj.json"), "sample__calc-1", []string{`system prompt (`, `one shell command per reply`, `>exit 0</span>`},
+			[]string{`&lt;returncode&gt;`, `&lt;output&gt;`, `class="action`}},
+		{mustOpen(t, rollouts), "demo__calc-0001#1", []string{`system prompt (`, `first user prompt (`, `>exit 1</span>`, `class="badge exit exit-bad"`, `FAILED tests/test_mod.py::test_empty`},
+			[]string{`&lt;returncode&gt;`, `class="action`}},
+		{mustOpen(t, "testdata/oracle.jsonl"), "sample__calc-2", []string{`call <span class="fn">file_editor</span>`, `first user prompt (`}, nil},
+	}
+	for _, tc := range tests {
+		s, err := NewServer(nil, tc.run)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, body := get(t, s, "/task?key="+url.QueryEscape(tc.key))
+		if code != 200 {
+			t.Fatalf("%s: status %d: %.300s", tc.key, code, body)
+		}
+		steps, patch, tests := strings.Index(body, `id="steps"`), strings.Index(body, `id="patch"`), strings.Index(body, `id="tests"`)
+		if steps < 0 || patch < steps || tests < patch {
+			t.Errorf("%s: steps at %d, patch at %d, tests at %d: want the trajectory first", tc.key, steps, patch, tests)
+		}
+		for _, h := range tc.has {
+			if !strings.Contains(body, h) {
+				t.Errorf("%s: body lacks %q", tc.key, h)
+			}
+		}
+		for _, h := range tc.hasNot {
+			if strings.Contains(body, h) {
+				t.Errorf("%s: body has %q", tc.key, h)
+			}
+		}
 	}
 }
