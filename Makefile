@@ -6,8 +6,11 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 
 .PHONY: build test vet bench demo clean
 
+# -s -w leave out the symbol table and DWARF (62 -> 47 MB, 29 -> 17 MB gzip'd):
+# every box receives this binary (a bind mount on Docker, an upload on
+# Kubernetes); panics still print full stack traces.
 build:
-	$(GO) build -trimpath -ldflags "-X github.com/swerve-dev/swerve/internal/version.Version=$(VERSION)" -o bin/swerve ./cmd/swerve
+	$(GO) build -trimpath -ldflags "-s -w -X github.com/swerve-dev/swerve/internal/version.Version=$(VERSION)" -o bin/swerve ./cmd/swerve
 
 vet:
 	$(GO) vet ./...

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -10,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/testutil"
@@ -42,10 +45,17 @@ func TestNoRegexpCompiledAtInit(t *testing.T) {
 // registry of names and a few tables stay far below this.
 const initBudget = 64 << 10
 
-// TestInitAllocationBudget runs the real binary with the Go runtime's init
-// trace and checks that no swerve package allocates more than initBudget
-// bytes during init (allocation counts are exact, unlike times).
-func TestInitAllocationBudget(t *testing.T) {
+// initRecord is one line of the Go runtime's init trace: a package and what
+// its init allocated.
+type initRecord struct {
+	pkg   string
+	bytes int
+}
+
+// initTrace runs the real binary's `--version` with the runtime's init
+// trace and returns one record per package that has an init.
+func initTrace(t *testing.T) []initRecord {
+	t.Helper()
 	bin := testutil.SwerveBinary(t)
 	cmd := exec.Command(bin, "--version")
 	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
@@ -54,7 +64,7 @@ func TestInitAllocationBudget(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("swerve --version: %v\n%s", err, stderr.String())
 	}
-	seen := 0
+	var out []initRecord
 	sc := bufio.NewScanner(&stderr)
 	for sc.Scan() {
 		// init PKG @T ms, C ms clock, B bytes, A allocs
@@ -62,21 +72,64 @@ func TestInitAllocationBudget(t *testing.T) {
 		if len(f) < 9 || f[0] != "init" || f[8] != "bytes," {
 			continue
 		}
-		if !strings.HasPrefix(f[1], "github.com/swerve-dev/swerve/") {
-			continue
-		}
-		seen++
 		b, err := strconv.Atoi(f[7])
 		if err != nil {
 			t.Fatalf("init trace line %q: %v", sc.Text(), err)
 		}
-		if b > initBudget {
-			t.Errorf("package %s allocates %d bytes at init (budget %d): move the work to first use", f[1], b, initBudget)
+		out = append(out, initRecord{pkg: f[1], bytes: b})
+	}
+	if len(out) == 0 {
+		t.Fatalf("no package in the init trace; the trace format changed?\n%s", stderr.String())
+	}
+	return out
+}
+
+// TestInitAllocationBudget checks that no swerve package allocates more
+// than initBudget bytes during init (allocation counts are exact, unlike
+// times).
+func TestInitAllocationBudget(t *testing.T) {
+	seen := 0
+	for _, r := range initTrace(t) {
+		if !strings.HasPrefix(r.pkg, "github.com/swerve-dev/swerve/") {
+			continue
+		}
+		seen++
+		if r.bytes > initBudget {
+			t.Errorf("package %s allocates %d bytes at init (budget %d): move the work to first use", r.pkg, r.bytes, initBudget)
 		}
 	}
 	if seen == 0 {
-		t.Fatalf("no swerve package in the init trace; the trace format changed?\n%s", stderr.String())
+		t.Fatal("no swerve package in the init trace")
 	}
+}
+
+// totalInitBudget is the most every package linked into the binary may
+// allocate at init, all together: about 1.3 MiB today, nearly all of it the
+// Docker and Kubernetes clients' dependencies (distribution/reference alone
+// compiles 0.4 MB of regular expressions). A dependency that registers
+// much more at init (client-go's clientset registers every API group, and
+// made start-up 3 ms slower) fails this; keep such a package out of the
+// binary, or behind a lighter path, rather than raising the budget.
+const totalInitBudget = 1536 << 10
+
+// TestTotalInitAllocationBudget holds the whole binary's init, third-party
+// packages included, to totalInitBudget, and names the largest on failure.
+func TestTotalInitAllocationBudget(t *testing.T) {
+	recs := initTrace(t)
+	total := 0
+	for _, r := range recs {
+		total += r.bytes
+	}
+	if total <= totalInitBudget {
+		t.Logf("%d packages allocate %d bytes at init (budget %d)", len(recs), total, totalInitBudget)
+		return
+	}
+	slices.SortFunc(recs, func(a, b initRecord) int { return b.bytes - a.bytes })
+	var top strings.Builder
+	for _, r := range recs[:min(10, len(recs))] {
+		fmt.Fprintf(&top, "\n  %8d %s", r.bytes, r.pkg)
+	}
+	t.Errorf("the packages linked into swerve allocate %d bytes at init, over the budget of %d; the largest:%s", total, totalInitBudget, top.String())
 }
 
 // TestNoPackageLevelRegexpCompile reads every non-test Go file of the module
@@ -132,4 +185,24 @@ func TestNoPackageLevelRegexpCompile(t *testing.T) {
 	if checked < 50 {
 		t.Fatalf("only %d Go files checked under %s", checked, root)
 	}
+}
+
+// BenchmarkStartup runs the whole binary's `swerve --version` per iteration,
+// from fork to exit, as every box pays it for each helper start. Besides
+// the mean (ns/op), it reports the median of the runs (median-ms), less
+// swayed by a shared machine's spikes.
+//
+//	make build && SWERVE_TEST_BINARY=$PWD/bin/swerve go test -run '^$' -bench Startup -benchtime 200x ./cmd/swerve
+func BenchmarkStartup(b *testing.B) {
+	bin := testutil.SwerveBinary(b)
+	var ms []float64
+	for b.Loop() {
+		start := time.Now()
+		if out, err := exec.Command(bin, "--version").CombinedOutput(); err != nil {
+			b.Fatalf("swerve --version: %v\n%s", err, out)
+		}
+		ms = append(ms, float64(time.Since(start))/float64(time.Millisecond))
+	}
+	slices.Sort(ms)
+	b.ReportMetric(ms[len(ms)/2], "median-ms")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"embed"
 	"strings"
+	"sync"
 	"text/template"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
@@ -13,9 +14,13 @@ import (
 //go:embed prompts/*.md
 var promptFS embed.FS
 
+// The prompts are read and parsed on first use, not at every start of the
+// binary.
 var (
-	systemPrompt = mustRead("prompts/system.md")
-	repairTmpl   = template.Must(template.New("repair.md").Funcs(template.FuncMap{"fence": fence}).ParseFS(promptFS, "prompts/repair.md"))
+	systemPrompt = sync.OnceValue(func() string { return mustRead("prompts/system.md") })
+	repairTmpl   = sync.OnceValue(func() *template.Template {
+		return template.Must(template.New("repair.md").Funcs(template.FuncMap{"fence": fence}).ParseFS(promptFS, "prompts/repair.md"))
+	})
 )
 
 func mustRead(name string) string {
@@ -27,7 +32,7 @@ func mustRead(name string) string {
 }
 
 // SystemPrompt is the repair model's system message.
-func SystemPrompt() string { return systemPrompt }
+func SystemPrompt() string { return systemPrompt() }
 
 // repairInput fills the repair prompt.
 type repairInput struct {
@@ -50,7 +55,7 @@ func repairPrompt(t *task.Task, iteration, max int, f *Failure, dockerfile, scri
 		Dockerfile: strings.TrimRight(dockerfile, "\n"), EvalScript: strings.TrimRight(script, "\n"),
 	}
 	var b bytes.Buffer
-	if err := repairTmpl.Execute(&b, in); err != nil {
+	if err := repairTmpl().Execute(&b, in); err != nil {
 		panic(err) // the template is ours and the input plain strings
 	}
 	return b.String()

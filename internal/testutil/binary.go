@@ -19,7 +19,8 @@ var (
 )
 
 // SwerveBinary builds a static swerve binary once per test process and
-// returns its path. Backends run it inside boxes as the shim; a test binary
+// returns its path, built as make build builds it (static, without symbol
+// table and DWARF). Backends run it inside boxes as the shim; a test binary
 // cannot stand in for it (it is built with -race, so dynamically linked).
 // $SWERVE_TEST_BINARY names one built already (make test builds bin/swerve
 // first, so that the test packages do not each build it at once).
@@ -40,7 +41,7 @@ func SwerveBinary(t testing.TB) string {
 			return
 		}
 		binPath = filepath.Join(dir, "swerve")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", binPath, "./cmd/swerve")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", binPath, "./cmd/swerve")
 		cmd.Dir = RepoRoot(t)
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

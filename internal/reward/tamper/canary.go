@@ -23,19 +23,21 @@ const (
 	frameworkSympy  = "sympy"  // module-level functions, run by bin/test
 )
 
-// canaryFrameworks maps a log parser to the framework its eval scripts run.
-var canaryFrameworks = map[string]string{
-	"parse_log_django": frameworkDjango,
-	"parse_log_sympy":  frameworkSympy,
-}
-
-func init() {
-	for _, p := range strings.Fields(`parse_log_pytest parse_log_pytest_options parse_log_pytest_v2
-		parse_log_matplotlib parse_log_seaborn parse_log_astroid parse_log_flask parse_log_marshmallow
-		parse_log_pvlib parse_log_pyvista parse_log_sqlfluff parse_log_xarray parse_log_pydicom
-		parse_log_requests parse_log_pylint parse_log_astropy parse_log_scikit parse_log_sphinx`) {
-		canaryFrameworks[p] = frameworkPytest
+// canaryFramework returns the framework the eval scripts of a log parser
+// run, or "" when canaries do not support it.
+func canaryFramework(parser string) string {
+	switch parser {
+	case "parse_log_django":
+		return frameworkDjango
+	case "parse_log_sympy":
+		return frameworkSympy
+	case "parse_log_pytest", "parse_log_pytest_options", "parse_log_pytest_v2",
+		"parse_log_matplotlib", "parse_log_seaborn", "parse_log_astroid", "parse_log_flask", "parse_log_marshmallow",
+		"parse_log_pvlib", "parse_log_pyvista", "parse_log_sqlfluff", "parse_log_xarray", "parse_log_pydicom",
+		"parse_log_requests", "parse_log_pylint", "parse_log_astropy", "parse_log_scikit", "parse_log_sphinx":
+		return frameworkPytest
 	}
+	return ""
 }
 
 // Canaries are two tests added to the hidden tests of one graded run: one
@@ -134,7 +136,7 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 	if parser == "" {
 		parser = task.RepoLogParser(t.Repo)
 	}
-	fw := canaryFrameworks[parser]
+	fw := canaryFramework(parser)
 	if fw == "" {
 		name := parser
 		if name == "" {
@@ -404,7 +406,7 @@ func fileWords(text string) []string {
 	for _, l := range logicalLines(text) {
 		toks, _ := tokenize(l.text)
 		for _, t := range toks {
-			if t.kind != 'n' || pyKeywords[t.text] {
+			if t.kind != 'n' || pyKeywords.has(t.text) {
 				continue
 			}
 			for _, w := range strings.Split(t.text, "_") {
@@ -418,15 +420,9 @@ func fileWords(text string) []string {
 	return out
 }
 
-var pyKeywords = map[string]bool{}
-
-func init() {
-	for _, k := range strings.Fields(`False None True and as assert async await break class continue def del elif else
-		except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield
-		self cls test tests`) {
-		pyKeywords[k] = true
-	}
-}
+var pyKeywords = words(`False None True and as assert async await break class continue def del elif else
+	except finally for from global if import in is lambda nonlocal not or pass raise return try while with yield
+	self cls test tests`)
 
 func listedFns(tests []hiddenTest) []string {
 	var out []string

@@ -93,8 +93,8 @@ func (f Finding) String() string { return string(f.Kind) + ": " + f.Path + ": " 
 
 // runnerModules are the modules a Python test run imports from the test
 // runner itself; a patch that adds one of them replaces the runner.
-var runnerModules = setOf(strings.Fields(`pytest _pytest pluggy py iniconfig nose nose2
-	unittest2 xdist pytest_django pytest_cov hypothesis mock`))
+var runnerModules = words(`pytest _pytest pluggy py iniconfig nose nose2
+	unittest2 xdist pytest_django pytest_cov hypothesis mock`)
 
 // ownModules are runner modules a repository legitimately holds because it
 // is that runner.
@@ -132,7 +132,7 @@ var ownRunners = map[string]ownRunner{
 }
 
 // knownRunners are test runner programs of SWE-bench repositories.
-var knownRunners = setOf([]string{"tests/runtests.py", "bin/test", "runtests.py"})
+var knownRunners = words("tests/runtests.py bin/test runtests.py")
 
 // Check reads patch, a unified diff to be graded on t, and reports every
 // file and line of it that reaches into the test run rather than the code
@@ -255,13 +255,13 @@ func newChecker(t *task.Task) *checker {
 // commonLibraries are packages SWE-bench repositories import while their
 // tests run; a module of the same name under a test directory shadows
 // them.
-var commonLibraries = setOf(strings.Fields(`numpy scipy pandas matplotlib mpl_toolkits requests
+var commonLibraries = words(`numpy scipy pandas matplotlib mpl_toolkits requests
 	urllib3 six attr attrs setuptools pkg_resources packaging yaml jinja2 markupsafe docutils
 	pygments sqlparse asgiref pytz dateutil mpmath sympy django flask werkzeug click certifi
 	idna charset_normalizer chardet typing_extensions toml tomli tomllib astroid lxml PIL
 	sklearn joblib threadpoolctl xarray astropy erfa sphinx seaborn pylint babel alabaster
 	snowballstemmer imagesize cycler kiwisolver pyparsing fontTools networkx dask cloudpickle
-	hypothesis coverage`))
+	hypothesis coverage`)
 
 // libraryNames are the importable names a new module under a test
 // directory must not take: common dependencies and the repository's own
@@ -269,7 +269,7 @@ var commonLibraries = setOf(strings.Fields(`numpy scipy pandas matplotlib mpl_to
 // patch touches).
 func libraryNames(t *task.Task) map[string]bool {
 	m := map[string]bool{}
-	for k := range commonLibraries {
+	for k := range commonLibraries.set() {
 		m[k] = true
 	}
 	if _, name, ok := strings.Cut(t.Repo, "/"); ok {
@@ -278,7 +278,7 @@ func libraryNames(t *task.Task) map[string]bool {
 	for _, f := range parseDiff(t.TestPatch) {
 		p := strings.TrimPrefix(strings.TrimPrefix(f.Path, "src/"), "lib/")
 		top, rest, ok := strings.Cut(p, "/")
-		if ok && rest != "" && !testDirs[top] && strings.HasSuffix(p, ".py") {
+		if ok && rest != "" && !testDirs.has(top) && strings.HasSuffix(p, ".py") {
 			m[top] = true
 		}
 	}
@@ -379,7 +379,7 @@ func (c *checker) file(f fileChange) []Finding {
 		add(KindBinary, "a jest manual mock, used in place of the real module")
 	case base == "conftest.py":
 		add(KindConftest, "a pytest conftest.py, loaded into the test run as a plugin")
-	case c.runners[p] || c.runners[f.OldPath] || (knownRunners[p] && !f.Added):
+	case c.runners[p] || c.runners[f.OldPath] || (knownRunners.has(p) && !f.Added):
 		add(KindRunner, "the test runner the eval script starts")
 	}
 	if f.Added && !f.Deleted {
@@ -521,9 +521,9 @@ func (c *checker) shadows(p string) (string, string) {
 		}
 		switch {
 		case c.own[top]:
-		case runnerModules[top]:
+		case runnerModules.has(top):
 			return root + top, "the test runner's " + top
-		case stdlibModules[top]:
+		case stdlibModules.has(top):
 			return root + top, "the standard library's " + top
 		case c.libraries[top] && root != "" && root != "src/" && root != "lib/":
 			return root + top, "the library " + top
@@ -536,9 +536,9 @@ func (c *checker) shadows(p string) (string, string) {
 // ("spec" only for Ruby and JavaScript, where it is a convention: Java has
 // packages of that name.) Fixture directories are not among them: several
 // gold patches change fixtures that library code ships.
-var testDirs = setOf([]string{"test", "tests", "testing", "__tests__", "e2e", "testdata", "__snapshots__"})
+var testDirs = words("test tests testing __tests__ e2e testdata __snapshots__")
 
-var specDirs = setOf([]string{"spec", "specs"})
+var specDirs = words("spec specs")
 
 var testFileName = lazyre.New(`^(test_.*\.py|.*_test\.py|.*_test\.go|.*\.(test|spec)\.[cm]?[jt]sx?|.*Tests?\.(java|kt|php)|.*_(spec|test)\.rb|.*_test\.rs|test_.*\.(c|cc|cpp|h))$`)
 
@@ -549,7 +549,7 @@ func isTestPath(p string) bool {
 	ext := path.Ext(p)
 	specLang := ext == ".rb" || strings.Contains(ext, "js") || strings.Contains(ext, "ts")
 	for _, d := range parts[:len(parts)-1] {
-		if testDirs[d] || (specLang && specDirs[d]) {
+		if testDirs.has(d) || (specLang && specDirs.has(d)) {
 			return true
 		}
 	}

@@ -13,10 +13,10 @@ import (
 // A binary hunk on anything else (source, bytecode, extension modules,
 // pickles, zips and eggs an import can read, files without an extension)
 // is a finding: the check cannot read what it holds.
-var dataExts = setOf(strings.Fields(`png jpg jpeg gif bmp ico webp tif tiff svgz eps pdf ps
+var dataExts = words(`png jpg jpeg gif bmp ico webp tif tiff svgz eps pdf ps
 	ttf otf woff woff2 eot wav mp3 ogg flac mp4 webm avi mov fits fit fts h5 hdf5 nc npy npz mat
 	dat bin gz bz2 xz zst tar db sqlite sqlite3 xls xlsx doc docx odt ods ppt pptx parquet
-	feather arrow mo icns cur psd xcf`))
+	feather arrow mo icns cur psd xcf`)
 
 // binaryHunk says why f's binary hunk is a finding, or "".
 func binaryHunk(f fileChange) string {
@@ -24,7 +24,7 @@ func binaryHunk(f fileChange) string {
 		return ""
 	}
 	ext := strings.ToLower(strings.TrimPrefix(path.Ext(f.Path), "."))
-	if dataExts[ext] {
+	if dataExts.has(ext) {
 		return ""
 	}
 	if ext == "" {

@@ -1,11 +1,14 @@
 package tamper
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // stdlibModules are the top-level modules of Python's standard library
 // (3.12's sys.stdlib_module_names without the private ones and the stdlib's
 // own "test" package, which nothing imports while running tests).
-var stdlibModules = setOf(strings.Fields(`
+var stdlibModules = words(`
 	abc aifc argparse array ast asynchat asyncio asyncore atexit audioop base64 bdb binascii 
 	bisect builtins bz2 cProfile calendar cgi cgitb chunk cmath cmd code codecs codeop 
 	collections colorsys compileall concurrent configparser contextlib contextvars copy 
@@ -25,12 +28,31 @@ var stdlibModules = setOf(strings.Fields(`
 	tokenize tomllib trace traceback tracemalloc tty turtle types typing unicodedata unittest 
 	urllib uu uuid venv warnings wave weakref webbrowser winreg winsound wsgiref xdrlib xml 
 	xmlrpc zipapp zipfile zipimport zlib zoneinfo
-`))
+`)
 
-func setOf(items []string) map[string]bool {
-	m := make(map[string]bool, len(items))
-	for _, s := range items {
-		m[s] = true
-	}
-	return m
+// wordSet is a set of words written as one space-separated string. Its map
+// is built on first use, not at start-up: the binary starts in every box,
+// and most commands never look a word up.
+type wordSet struct {
+	src  string
+	once sync.Once
+	m    map[string]bool
 }
+
+// words returns the set of the whitespace-separated words of src.
+func words(src string) *wordSet { return &wordSet{src: src} }
+
+// set returns the set as a map, built once; callers must not change it.
+func (s *wordSet) set() map[string]bool {
+	s.once.Do(func() {
+		f := strings.Fields(s.src)
+		s.m = make(map[string]bool, len(f))
+		for _, w := range f {
+			s.m[w] = true
+		}
+	})
+	return s.m
+}
+
+// has reports whether w is one of the set's words.
+func (s *wordSet) has(w string) bool { return s.set()[w] }
