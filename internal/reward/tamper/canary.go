@@ -36,6 +36,12 @@ func canaryFramework(parser string) string {
 		"parse_log_pvlib", "parse_log_pyvista", "parse_log_sqlfluff", "parse_log_xarray", "parse_log_pydicom",
 		"parse_log_requests", "parse_log_pylint", "parse_log_astropy", "parse_log_scikit", "parse_log_sphinx":
 		return frameworkPytest
+	case "parse_log_gotest":
+		return frameworkGo
+	case "parse_log_cargo":
+		if rustCanaries {
+			return frameworkRust
+		}
 	}
 	return ""
 }

@@ -105,7 +105,7 @@ func TestCanaryCoverage(t *testing.T) {
 				continue
 			}
 			none[c.Unavailable]++
-			if fw := canaryFrameworks[tasks[i].LogParser]; fw == frameworkGo || fw == frameworkRust {
+			if fw := canaryFramework(tasks[i].LogParser); fw == frameworkGo || fw == frameworkRust {
 				// Go and Rust canaries are mutants only, planned from the
 				// files of the repository (TestGoCanariesMultilingual and
 				// TestRustCanariesMultilingual count them).

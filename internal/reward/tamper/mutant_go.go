@@ -49,8 +49,6 @@ import (
 
 const frameworkGo = "gotest"
 
-func init() { canaryFrameworks["parse_log_gotest"] = frameworkGo }
-
 // goCommand is what the plan needs of a `go test` command line.
 type goCommand struct {
 	pkgs []string       // package patterns ("./x", "./x/...", ".")

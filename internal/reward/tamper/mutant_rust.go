@@ -36,12 +36,6 @@ const frameworkRust = "cargo"
 // tested (TestRustCanariesMultilingual turns it on).
 var rustCanaries = false
 
-func init() {
-	if rustCanaries {
-		canaryFrameworks["parse_log_cargo"] = frameworkRust
-	}
-}
-
 // rsSharedResource reports whether a test's text names something a copy
 // running beside it would contend for: sockets, ports, fixed paths,
 // environment variables, the working directory, nushell playgrounds.

@@ -318,15 +318,9 @@ func TestShellInjectorWrites(t *testing.T) {
 // not get them yet, see rustCanaries).
 func withRustCanaries(t *testing.T) {
 	t.Helper()
-	old, had := canaryFrameworks["parse_log_cargo"]
-	canaryFrameworks["parse_log_cargo"] = frameworkRust
-	t.Cleanup(func() {
-		if had {
-			canaryFrameworks["parse_log_cargo"] = old
-		} else {
-			delete(canaryFrameworks, "parse_log_cargo")
-		}
-	})
+	old := rustCanaries
+	rustCanaries = true
+	t.Cleanup(func() { rustCanaries = old })
 }
 
 // TestRustCanariesOff: graders get no Rust canaries yet.
