@@ -549,3 +549,38 @@ func TestRunStopsAfterConsecutiveErrors(t *testing.T) {
 		}
 	})
 }
+
+// cancellingBox cancels the run from inside the first history command
+// (the box is being prepared) and then fails as that command would.
+type cancellingBox struct {
+	sandbox.Sandbox
+	cancel context.CancelFunc
+}
+
+func (b *cancellingBox) Exec(ctx context.Context, req sandbox.ExecRequest) (sandbox.ExecResult, error) {
+	b.cancel()
+	<-ctx.Done()
+	return sandbox.ExecResult{}, fmt.Errorf("exec %q: %w", req.Cmd, ctx.Err())
+}
+
+// TestRunCancelledWhilePreparing: a run cancelled while a task's box is
+// being prepared records nothing for that task (the failure is the
+// cancellation's, not the task's) and spends none of its attempts.
+func TestRunCancelledWhilePreparing(t *testing.T) {
+	tasks := allTasks(t)[:1]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fo := &flakyOpener{open: opener(t), wrap: func(id string, n int, box sandbox.Sandbox) sandbox.Sandbox {
+		return &cancellingBox{Sandbox: box, cancel: cancel}
+	}}
+	o := options(t, tasks, "mini_swe_agent", agent.ModeText)
+	o.Open = fo.Open
+	run.Run(ctx, o)
+	recs, err := run.LoadRecords(o.TrajDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, r := range recs {
+		t.Errorf("%s recorded after the run was cancelled: status %s, kind %s: %s", id, r.Status, r.ErrorKind, r.Error)
+	}
+}

@@ -542,6 +542,13 @@ func (r *runner) one(ctx context.Context, t *task.Task) {
 	r.emit(Event{Kind: EventStart, InstanceID: t.InstanceID})
 	start := time.Now()
 	rec, err := r.episode(ctx, t)
+	if err == nil && rec.Failed() && ctx.Err() != nil {
+		// The run was cancelled while the task was under way: whatever
+		// failed (a box being prepared, a command cut off) failed because
+		// of it, so it is not the task's error to record or to count as
+		// an attempt.
+		err = fmt.Errorf("%w: %s", ErrInterrupted, rec.Error)
+	}
 	r.mu.Lock()
 	r.running--
 	r.mu.Unlock()
