@@ -11,6 +11,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
@@ -354,6 +355,16 @@ func TestFutureCopiesDocker(t *testing.T) {
 				t.Errorf("proof %+v: want clean, naming the copy it checked beyond git", p)
 			} else {
 				t.Logf("beyond git: %s", p.BeyondGit)
+			}
+			// Another box of the image: the answer kept under its id.
+			box, wd, err := open(ctx, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(ctx)
+			p, err := grader.PrepareBox(ctx, box, tk, "", wd, true)
+			if err != nil || p.Copies == nil || !p.Copies.Cached {
+				t.Errorf("second box: %v, copies %+v: want the kept answer", err, p)
 			}
 		})
 	}
