@@ -149,6 +149,8 @@ type CopyChecks struct {
 
 	mu sync.Mutex
 	m  map[string]*copyEntry
+	// root stands for the box's "/" (tests); "" is "/".
+	root string
 }
 
 type copyEntry struct {
@@ -221,7 +223,11 @@ func (cs *CopyChecks) Check(ctx context.Context, box sandbox.Sandbox, t *task.Ta
 		}
 	}
 	start := time.Now()
-	c, err := findCopies(ctx, box, t, workdir, "/")
+	root := cs.root
+	if root == "" {
+		root = "/"
+	}
+	c, err := findCopies(ctx, box, t, workdir, root)
 	if err != nil {
 		return nil, err
 	}
