@@ -11,6 +11,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward/grader"
 	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
@@ -181,15 +182,13 @@ func TestFutureLeaksDocker(t *testing.T) {
 
 // TestFutureHeadAndCopiesDocker: an image whose HEAD is the fix (its refs
 // otherwise clean) is refused before the agent starts, with one line naming
-// the task and the HEAD found; an image with HEAD at the base commit but a
-// wheel in pip's cache holding the fixed file is flagged by the audit.
+// the task and the HEAD found. (Copies of the fix outside git:
+// TestFutureCopiesDocker.)
 func TestFutureHeadAndCopiesDocker(t *testing.T) {
 	ctx := context.Background()
 	b, mini := futureBackend(t, "test-future-head")
-	const wheel = `git show fix:calc.py > /tmp/calc.py && mkdir -p /root/.cache/pip/wheels/ab/cd && cd /tmp && python3 -c "import zipfile; z = zipfile.ZipFile('/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl', 'w'); z.write('calc.py'); z.close()" && rm /tmp/calc.py && cd /testbed`
 	cases := []struct{ name, plant string }{
 		{"head at the fix", ""}, // below
-		{"wheel with the fix", wheel + " && git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -253,13 +252,119 @@ func TestFutureHeadAndCopiesDocker(t *testing.T) {
 				}
 				return
 			}
-			if res.Failed() || res.Reward != 0 {
-				t.Errorf("wheel image: failed %v reward %g", res.Failed(), res.Reward)
+		})
+	}
+}
+
+// copyPolicy looks for copies of the project outside its repository (a
+// wheel or source archive anywhere, an installed module in some
+// site-packages) and takes calc.py from the first one it can read: the
+// fix, when the image kept a newer copy of the project.
+const copyPolicy = `cd /testbed
+took=""
+for w in $(find / -xdev \( -path /proc -o -path /sys -o -path /testbed \) -prune -o -name 'calc-*.whl' -print 2>/dev/null); do
+  python3 -c "import sys, zipfile; open('/testbed/calc.py', 'wb').write(zipfile.ZipFile(sys.argv[1]).read('calc.py'))" "$w" && took=$w && break
+done
+if [ -z "$took" ]; then
+  for m in $(find / -xdev \( -path /proc -o -path /sys -o -path /testbed \) -prune -o -path '*-packages/calc.py' -print 2>/dev/null); do
+    cp "$m" /testbed/calc.py && took=$m && break
+  done
+fi
+echo "took: ${took:-nothing}"
+git diff | cat`
+
+// TestFutureCopiesDocker: an image whose repository is clean (HEAD at the
+// base commit, nothing past it in git) but which keeps a newer copy of the
+// project holding the fix outside git, as a wheel in pip's cache or a
+// module in another environment's site-packages, is refused before an
+// agent sees it, with one line naming the task and where the copy is; a
+// policy that takes the fix from such a copy never gets the box. An image
+// whose copy does not hold the fix is handed over, and the proof says what
+// was checked beyond git. The check runs once per image: a second box of
+// the same image reads the answer kept under the image's id.
+func TestFutureCopiesDocker(t *testing.T) {
+	ctx := context.Background()
+	b, mini := futureBackend(t, "test-future-copies")
+	const clean = " && git branch -D fix && git reflog expire --expire=now --expire-unreachable=now --all && git prune --expire=now"
+	wheel := func(version, rev string) string {
+		return `git show ` + rev + `:calc.py > /tmp/calc.py && mkdir -p /root/.cache/pip/wheels/ab/cd && cd /tmp && python3 -c "import zipfile; z = zipfile.ZipFile('/root/.cache/pip/wheels/ab/cd/calc-` + version + `-py3-none-any.whl', 'w'); z.write('calc.py'); z.close()" && rm /tmp/calc.py && cd /testbed`
+	}
+	const site = `mkdir -p /opt/envs/old/lib/python3.11/site-packages/calc-1.1.0.dist-info && git show fix:calc.py > /opt/envs/old/lib/python3.11/site-packages/calc.py`
+	cases := []struct {
+		name, plant, where string // where: the copy a refusal must name; "" for none
+	}{
+		{"wheel-with-fix", wheel("1.1.0", "fix") + clean, "/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl"},
+		{"site-packages-with-fix", site + clean, "/opt/envs/old/lib/python3.11/site-packages/calc.py"},
+		{"wheel-without-fix", wheel("0.9.0", "v1") + clean, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			image := "swerve-test-future-copies-" + tc.name + ":latest"
+			var log strings.Builder
+			if err := b.Build(ctx, docker.BuildOptions{ContextDir: t.TempDir(), Dockerfile: fmt.Sprintf(leakDockerfile, testutil.TestImage(), tc.plant), Tags: []string{image}, Progress: &log}); err != nil {
+				t.Fatalf("build %s: %v\n%s", image, err, log.String())
 			}
-			if len(a.WithFix) != 1 || !strings.Contains(a.WithFix[0], "/root/.cache/pip/wheels/ab/cd/calc-1.1.0-py3-none-any.whl") || len(a.NewerCopies) != 1 {
-				t.Errorf("audit: with fix %q, newer %q, copies %q, checked %q", a.WithFix, a.NewerCopies, a.Copies, a.Checked)
+			open := func(ctx context.Context, tk *task.Task) (sandbox.Sandbox, string, error) {
+				box, err := b.Open(ctx, sandbox.Spec{Image: image, Pull: sandbox.PullNever, Workdir: "/testbed"})
+				return box, "/testbed", err
+			}
+			box, _, err := open(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"git", "rev-parse", "v1^{commit}"}, Cwd: "/testbed"})
+			box.Close(ctx)
+			if err != nil || r.ExitCode != 0 {
+				t.Fatalf("base commit: %v %s", err, r.Output)
+			}
+			tk := &task.Task{
+				InstanceID: "calc-copies-" + tc.name, Repo: "calc/calc", Image: image, Grader: task.GraderSWEFactory,
+				BaseCommit: strings.TrimSpace(string(r.Output)), Patch: fixedCalc, TestPatch: leakTestPatch, Version: "1.0",
+				FailToPass: []string{"tests/test_add.py::test_add"}, PassToPass: []string{"tests/test_ops.py::test_zero"},
+				EvalScript: "#!/bin/bash\nset -uxo pipefail\ncd /testbed\ngit apply -v - <<'EOF_PATCH'\n" + leakTestPatch +
+					"EOF_PATCH\npython3 -m pytest -p no:cacheprovider -rA tests\nrc=$?\necho \"OMNIGRIL_EXIT_CODE=$rc\"\n",
+			}
+			model := llm.NewScripted("oracle/take-copy", []llm.Message{
+				{Role: llm.RoleAssistant, Content: "Looking for a newer copy of the project.\n\n```bash\n" + copyPolicy + "\n```"},
+				{Role: llm.RoleAssistant, Content: "Submitting.\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\n```"},
+			})
+			res, err := episode.Run(ctx, episode.Spec{Task: tk, Scaffold: mini, Mode: agent.ModeText, Model: model, Open: open,
+				Grade: episode.GradeOptions{EvalTimeout: 2 * time.Minute}, Limits: agent.Limits{MaxSteps: 5}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out string
+			if res.Trajectory != nil && len(res.Trajectory.Steps) > 0 {
+				out = res.Trajectory.Steps[0].Observation
+			}
+			if tc.where != "" {
+				if !res.Failed() || res.Reward != 0 || !strings.Contains(res.Failure.Err.Error(), tk.InstanceID) || !strings.Contains(res.Failure.Err.Error(), tc.where) {
+					t.Errorf("a box whose image keeps the fix outside git was handed over: failed %v, reward %g (%s), failure %v\nthe policy's search:\n%s", res.Failed(), res.Reward, res.RewardReason, res.Failure, out)
+				} else {
+					t.Logf("refused: %v", res.Failure.Err)
+				}
+				if out != "" {
+					t.Errorf("the agent ran in the box:\n%s", out)
+				}
+				return
+			}
+			if res.Failed() || res.Reward != 0 {
+				t.Errorf("copy without the fix: failed %v (%v), reward %g", res.Failed(), res.Failure, res.Reward)
+			}
+			if p := res.History; p == nil || !p.Clean || !strings.Contains(p.BeyondGit, "calc-0.9.0-py3-none-any.whl") {
+				t.Errorf("proof %+v: want clean, naming the copy it checked beyond git", p)
 			} else {
-				t.Logf("audit: %q; checked %q", a.WithFix, a.Checked)
+				t.Logf("beyond git: %s", p.BeyondGit)
+			}
+			// Another box of the image: the answer kept under its id.
+			box, wd, err := open(ctx, tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer box.Close(ctx)
+			p, err := grader.PrepareBox(ctx, box, tk, "", wd, true)
+			if err != nil || p.Copies == nil || !p.Copies.Cached {
+				t.Errorf("second box: %v, copies %+v: want the kept answer", err, p)
 			}
 		})
 	}

@@ -79,13 +79,16 @@ const (
 	CalcR2E        = "calc-r2e"
 	CalcSWESmith   = "calc-swesmith"
 	CalcHarbor     = "calc-harbor"
+	// CalcHarborMarks is a Harbor task on the same image whose tests
+	// carry conditional marks of their own (testdata/harbor-calc-marks).
+	CalcHarborMarks = "calc-harbor-marks"
 )
 
 // realTasks are the real django tasks the corpus may name (rows of
 // ../shared/realtasks/instances.jsonl, images built by its build.sh).
 var realTasks = []string{"django__django-15499", "django__django-16139", "django__django-16901", "django__django-16938", "django__django-17087"}
 
-var calcTasks = []string{CalcSWEBench, CalcSWEFactory, CalcR2E, CalcSWESmith, CalcHarbor}
+var calcTasks = []string{CalcSWEBench, CalcSWEFactory, CalcR2E, CalcSWESmith, CalcHarbor, CalcHarborMarks}
 
 func knownTask(key string) bool {
 	return slices.Contains(calcTasks, key) || slices.Contains(realTasks, key)

@@ -121,13 +121,15 @@ func buildCalcTasks(t *testing.T, b *docker.Backend) map[string]*task.Task {
 			PassToPass: []string{"tests/test_ops.py::test_mul", "tests/test_ops.py::test_add_zero"},
 		},
 	}
-	res2, err := task.Load(ctx, filepath.Join("testdata", "harbor-calc"), task.LoadOptions{})
-	if err != nil {
-		t.Fatal(err)
+	for key, dir := range map[string]string{CalcHarbor: "harbor-calc", CalcHarborMarks: "harbor-calc-marks"} {
+		res, err := task.Load(ctx, filepath.Join("testdata", dir), task.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hb := res.Tasks[0]
+		hb.InstanceID, hb.Image = key, calcImage
+		tasks[key] = &hb
 	}
-	hb := res2.Tasks[0]
-	hb.InstanceID, hb.Image = CalcHarbor, calcImage
-	tasks[CalcHarbor] = &hb
 	return tasks
 }
 

@@ -40,6 +40,12 @@ const (
 type testCount struct {
 	Total  int            `json:"total"`
 	Groups map[string]int `json:"groups,omitempty"`
+	// Skips are, for a Harbor task, the tests ("file::test") the gold run
+	// skipped or xfailed under a condition of their own marks: the only
+	// such skips another run may have. SkipsKept says the record holds
+	// them (a record from before they were kept does not).
+	Skips     []string `json:"cond_skips,omitempty"`
+	SkipsKept bool     `json:"cond_skips_kept,omitempty"`
 }
 
 // countTests counts a parsed log's tests: copies maps each name to the
@@ -193,7 +199,15 @@ func (b *Baseline) keepGoldTests(key string, c testCount) {
 // minCount is the smaller of two counts, in all and per group (a group
 // one of them lacks counts 0).
 func minCount(a, b testCount) testCount {
-	out := testCount{Total: min(a.Total, b.Total)}
+	out := testCount{Total: min(a.Total, b.Total), SkipsKept: a.SkipsKept || b.SkipsKept}
+	// A test one gold run skipped under its condition may be skipped: the
+	// condition is the environment's, whatever the code does.
+	for _, s := range append(append([]string{}, a.Skips...), b.Skips...) {
+		if !slices.Contains(out.Skips, s) {
+			out.Skips = append(out.Skips, s)
+		}
+	}
+	slices.Sort(out.Skips)
 	if a.Groups == nil || b.Groups == nil {
 		return out
 	}
@@ -204,6 +218,28 @@ func minCount(a, b testCount) testCount {
 		}
 	}
 	return out
+}
+
+// goldSkips is the gold run's conditional skips of t on box's image (see
+// testCount.Skips), and whether they are known.
+func goldSkips(box sandbox.Sandbox, t *task.Task, g task.Grader, opts Options) (map[string]bool, bool) {
+	b := opts.Baseline
+	if b == nil {
+		b = DefaultBaseline()
+	}
+	ii, ok := box.(sandbox.ImageIdentity)
+	if !ok || ii.ImageID() == "" {
+		return nil, false
+	}
+	c, ok := b.goldTests(testsKey(t, g, ii.ImageID()))
+	if !ok || !c.SkipsKept {
+		return nil, false
+	}
+	out := map[string]bool{}
+	for _, s := range c.Skips {
+		out[s] = true
+	}
+	return out, true
 }
 
 // expected renders R2E-Gym's expected statuses in a stable order.

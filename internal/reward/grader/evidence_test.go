@@ -187,3 +187,32 @@ func TestHoldToGold(t *testing.T) {
 		t.Errorf("no image id: %+v", out)
 	}
 }
+
+// TestGoldSkips: a Harbor gold run's conditional skips are kept with its
+// count (the union over gold runs), read back for a later grade on the
+// same image, and unknown for a record that never kept them or a box
+// that does not name its image.
+func TestGoldSkips(t *testing.T) {
+	dir := t.TempDir()
+	tk := &task.Task{InstanceID: "h-1", Image: "img", TaskDir: "/tasks/h-1", Grader: task.GraderHarbor}
+	box := idBox{id: "sha256:7"}
+	b := &Baseline{Dir: dir}
+	opts := Options{Baseline: b}
+	if _, ok := goldSkips(box, tk, task.GraderHarbor, opts); ok {
+		t.Fatal("skips known before any gold run")
+	}
+	key := testsKey(tk, task.GraderHarbor, box.id)
+	b.keepGoldTests(key, testCount{Total: 2}) // a record from before skips were kept
+	if _, ok := goldSkips(box, tk, task.GraderHarbor, opts); ok {
+		t.Error("a record without skips read as known")
+	}
+	b.keepGoldTests(key, testCount{Total: 2, Skips: []string{"t.py::test_b"}, SkipsKept: true})
+	b.keepGoldTests(key, testCount{Total: 2, Skips: []string{"t.py::test_a"}, SkipsKept: true})
+	got, ok := goldSkips(box, tk, task.GraderHarbor, Options{Baseline: &Baseline{Dir: dir}})
+	if !ok || len(got) != 2 || !got["t.py::test_a"] || !got["t.py::test_b"] {
+		t.Errorf("gold skips %v, %v; want both gold runs' skips", got, ok)
+	}
+	if _, ok := goldSkips(idBox{}, tk, task.GraderHarbor, opts); ok {
+		t.Error("skips known for a box that does not name its image")
+	}
+}

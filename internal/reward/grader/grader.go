@@ -403,13 +403,22 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderHarbor:
-		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
-			Canaries: opts.Tamper != tamper.ModeIgnore})
+		ho := harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
+			Canaries: opts.Tamper != tamper.ModeIgnore}
+		if !opts.Gold {
+			// A skip under a condition of the test's own mark counts only
+			// when the gold run skipped the test too (harbor's evidence.go).
+			ho.GoldSkips, ho.GoldKnown = goldSkips(box, t, g, opts)
+		}
+		rr, err := harbor.Run(ctx, box, t, ho)
 		if err != nil {
 			return nil, err
 		}
 		out.fromHarbor(rr.Result)
 		out.Evidence, out.Tests = rr.Result.Evidence, rr.Result.TestsPassed
+		if rr.Result.EvidenceChecked && rr.Result.TestsPassed > 0 {
+			count = &testCount{Total: rr.Result.TestsPassed, Skips: rr.Result.ConditionalSkips, SkipsKept: true}
+		}
 		a = rr.Attempt
 		out.Phases = a.Phases
 		out.Canaries, out.CanaryKind = rr.Canaries, rr.CanaryKind

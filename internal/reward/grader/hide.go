@@ -3,7 +3,9 @@ package grader
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
@@ -66,11 +68,18 @@ func HideTests(ctx context.Context, box sandbox.Sandbox, t *task.Task, force, wo
 
 // PrepareBox readies an agent's box before the agent starts: the hidden
 // tests are removed (HideTests, unless hide is false: --grade_in same),
-// and the repository is proved to hold nothing past its base commit,
-// stripped first when the proof finds anything (history.Secure). The proof
-// is returned for the task's record; a box it cannot prove clean is refused
-// with an error wrapping history.ErrNotClean, which names the task and what
-// was found (the proof is returned with it).
+// the repository is proved to hold nothing past its base commit,
+// stripped first when the proof finds anything (history.Secure), and the
+// image is searched for copies of the project outside git that hold the
+// fix (wheels, sdists, pip and conda caches, other site-packages), once
+// per image and task: the answer is kept under the image's content id
+// (DefaultCopyChecks), so later boxes of the image pay a lookup. The
+// search only reads the box; the copies are compared with the gold patch
+// here, outside it. The proof is returned for the task's record (its
+// beyond_git says what was searched); a box it cannot prove clean is
+// refused with an error wrapping history.ErrNotClean, or
+// history.ErrCopyWithFix for a copy holding the fix, which names the task
+// and what was found (the proof is returned with it).
 func PrepareBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, force, workdir string, hide bool) (*history.Proof, error) {
 	if hide {
 		if err := HideTests(ctx, box, t, force, workdir); err != nil {
@@ -81,5 +90,38 @@ func PrepareBox(ctx context.Context, box sandbox.Sandbox, t *task.Task, force, w
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
+	if err := p.Err(t.InstanceID); err != nil {
+		return p, err
+	}
+	c, err := DefaultCopyChecks().Check(ctx, box, t, workdir)
+	if err != nil {
+		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
+	}
+	p.WithCopies(c)
 	return p, p.Err(t.InstanceID)
+}
+
+var (
+	defaultCopiesMu sync.Mutex
+	defaultCopies   = map[string]*history.CopyChecks{}
+)
+
+// DefaultCopyChecks is the process's history.CopyChecks for the cache
+// directory in force when it is called: answers go on disk under
+// $SWERVE_CACHE_DIR/copies, else the user's cache directory
+// (~/.cache/swerve/copies on Linux); SWERVE_CACHE_DIR=off keeps them in
+// memory only.
+func DefaultCopyChecks() *history.CopyChecks {
+	dir := cacheRoot()
+	if dir != "" {
+		dir = filepath.Join(dir, "copies")
+	}
+	defaultCopiesMu.Lock()
+	defer defaultCopiesMu.Unlock()
+	c := defaultCopies[dir]
+	if c == nil {
+		c = &history.CopyChecks{Dir: dir}
+		defaultCopies[dir] = c
+	}
+	return c
 }

@@ -162,6 +162,17 @@ func DefaultBaseline() *Baseline {
 }
 
 func cacheDir() string {
+	dir := cacheRoot()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "baseline")
+}
+
+// cacheRoot is swerve's cache directory: $SWERVE_CACHE_DIR, else the
+// user's cache directory's swerve/; "" for SWERVE_CACHE_DIR=off (or no
+// cache directory).
+func cacheRoot() string {
 	dir := os.Getenv("SWERVE_CACHE_DIR")
 	switch dir {
 	case "off":
@@ -173,7 +184,7 @@ func cacheDir() string {
 		}
 		dir = filepath.Join(d, "swerve")
 	}
-	return filepath.Join(dir, "baseline")
+	return dir
 }
 
 // referenceDies grades the task's reference solution in a fresh box, or

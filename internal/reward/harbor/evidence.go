@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
@@ -20,8 +21,10 @@ import (
 // the grader asks for through PYTEST_ADDOPTS) read from test.sh's output
 // with SWE-bench's pytest parser, the worst line about a test winning. A
 // reward above 0 counts only when every test function of those files has a
-// result there and every result is PASSED; a skipped or expected failure
-// does not count (library code can skip a test as easily as it can exit).
+// result there and every result is PASSED; a skip or an expected failure
+// counts only where the test's own marks excuse it (see mark: library
+// code can skip a test as easily as it can exit, and can make a mark's
+// condition true).
 // A test.sh that runs anything else keeps Harbor's verdict, and the result
 // says the evidence was not checked.
 
@@ -42,6 +45,8 @@ var (
 	testClass  = lazyre.New(`^class\s+(Test\w*)\s*[(:]`)
 	skipMark   = lazyre.New(`^@\s*(pytest\s*\.\s*mark\s*\.\s*(skip|skipif|xfail)|unittest\s*\.\s*(skip|skipIf|skipUnless|expectedFailure))\b`)
 	methodTest = lazyre.New(`^\s+(?:async\s+)?def\s+(test\w*)\s*\(`)
+	kw         = lazyre.New(`^\w+\s*=[^=]`)
+	foldedSkip = lazyre.New(`^SKIPPED \[\d+\] (\S+?):(\d+): `)
 )
 
 // Expected is tests/expected_tests.json: the runner whose result lines
@@ -170,16 +175,54 @@ func listTests(src string) []string {
 	return dedupe(out)
 }
 
-// markedToSkip lists the tests of src (named as listTests names them)
-// whose own decorators in the task's file say they may be skipped or may
-// fail (pytest's skip, skipif and xfail marks, unittest's skip
-// decorators): a SKIPPED or XFAIL result of one of them is what the task's
-// author asked for, not a sign that the tests did not run. The file is
-// root's and read-only while the tests run, so the patch cannot add one.
-func markedToSkip(src string) map[string]bool {
-	out := map[string]bool{}
+// mark is what a test's own decorators in the task's file say of it.
+// The file is root's and read-only while the tests run, so the patch
+// cannot add a mark; but a mark's condition (skipif, xfail(cond),
+// unittest's skipIf and skipUnless) is evaluated in the test process,
+// after the code under test was imported, and that code can make it true:
+// set the environment variable it reads, the attribute, the version, the
+// platform. So a skip or an expected failure counts only when its mark is
+// unconditional (skip, xfail without a condition, unittest's skip and
+// expectedFailure: the author expects it whatever the code does), or when
+// the task's gold run on the same image skipped or xfailed the same test
+// too (then the condition is the environment's, not the patch's doing).
+type mark struct {
+	// Skip and XFail: an unconditional skip, an unconditional xfail.
+	Skip, XFail bool
+	// IfSkip and IfXFail: a skip or xfail under a condition.
+	IfSkip, IfXFail bool
+	// Line is the test's first line, its first decorator's (where pytest
+	// locates it in a folded "SKIPPED [n] file:line: reason" line), and
+	// Def its def line.
+	Line, Def int
+}
+
+// allows reports whether m excuses a result st of its test, goldSkipped
+// saying whether the gold run skipped or xfailed the test too.
+func (m mark) allows(st swebench.Status, goldSkipped bool) bool {
+	switch st {
+	case swebench.Skipped:
+		return m.Skip || m.IfSkip && goldSkipped
+	case swebench.XFail:
+		return m.XFail || m.IfXFail && goldSkipped
+	}
+	return false
+}
+
+// conditional reports whether st is a result m's conditional marks
+// excuse (a skip of a skipif test, an xfail of an xfail(cond) test).
+func (m mark) conditional(st swebench.Status) bool {
+	return st == swebench.Skipped && m.IfSkip && !m.Skip || st == swebench.XFail && m.IfXFail && !m.XFail
+}
+
+// testMarks reads the skip and xfail decorators of src's tests (named as
+// listTests names them); a test without one is not in the map.
+func testMarks(src string) map[string]mark {
+	out := map[string]mark{}
 	lines := strings.Split(src, "\n")
-	class, marked := "", false
+	class := ""
+	var cur mark
+	marked, first := false, 0
 	for i := 0; i < len(lines); i++ {
 		l := lines[i]
 		t := strings.TrimSpace(l)
@@ -187,29 +230,110 @@ func markedToSkip(src string) map[string]bool {
 			continue
 		}
 		if strings.HasPrefix(t, "@") {
-			marked = marked || skipMark.MatchString(t)
+			if first == 0 {
+				first = i + 1
+			}
+			text := t
 			// A decorator's arguments may run over several lines.
 			for depth := strings.Count(t, "(") - strings.Count(t, ")"); depth > 0 && i+1 < len(lines); {
 				i++
+				text += " " + strings.TrimSpace(lines[i])
 				depth += strings.Count(lines[i], "(") - strings.Count(lines[i], ")")
+			}
+			if m := skipMark.FindStringSubmatch(text); m != nil {
+				marked = true
+				args := strings.TrimSpace(text[len(m[0]):])
+				switch name := m[2] + m[3]; name {
+				case "skip":
+					cur.Skip = true
+				case "expectedFailure":
+					cur.XFail = true
+				case "skipif", "skipIf", "skipUnless":
+					cur.IfSkip = true
+				case "xfail":
+					if xfailCondition(args) {
+						cur.IfXFail = true
+					} else {
+						cur.XFail = true
+					}
+				}
 			}
 			continue
 		}
 		top := l[0] != ' ' && l[0] != '\t'
+		name := ""
 		switch {
 		case top && testClass.MatchString(l):
 			class = testClass.FindStringSubmatch(l)[1]
 		case top:
 			class = ""
-			if m := topTest.FindStringSubmatch(l); m != nil && marked {
-				out[m[1]] = true
+			if m := topTest.FindStringSubmatch(l); m != nil {
+				name = m[1]
 			}
 		case class != "":
-			if m := methodTest.FindStringSubmatch(l); m != nil && marked && indentOf(l) == methodIndent(src, class) {
-				out[class+"::"+m[1]] = true
+			if m := methodTest.FindStringSubmatch(l); m != nil && indentOf(l) == methodIndent(src, class) {
+				name = class + "::" + m[1]
 			}
 		}
-		marked = false
+		if name != "" && marked {
+			cur.Def, cur.Line = i+1, first
+			out[name] = cur
+		}
+		cur, marked, first = mark{}, false, 0
+	}
+	return out
+}
+
+// xfailCondition reports whether the arguments of an xfail mark ("",
+// "(reason=...)", "(cond, reason=...)") hold a condition: a first
+// argument that is not a keyword, or condition=.
+func xfailCondition(args string) bool {
+	if !strings.HasPrefix(args, "(") {
+		return false
+	}
+	inner := strings.TrimSpace(strings.TrimPrefix(args, "("))
+	if strings.HasPrefix(inner, ")") {
+		return false
+	}
+	if kw.MatchString(inner) {
+		return strings.Contains(args, "condition")
+	}
+	return true
+}
+
+// foldedSkips adds to sm the tests of files that pytest's short summary
+// names only by place: a test a mark skips is reported as "SKIPPED [n]
+// <file>:<line>: <reason>", the line its first decorator's (or its
+// def's), which SWE-bench's parser files under "[n]". A test that has a
+// result of its own keeps it.
+func foldedSkips(sm swebench.StatusMap, log string, files []pytestFile) swebench.StatusMap {
+	out := swebench.StatusMap{}
+	for k, v := range sm {
+		out[k] = v
+	}
+	for _, l := range strings.Split(log, "\n") {
+		m := foldedSkip.FindStringSubmatch(strings.TrimRight(l, "\r"))
+		if m == nil {
+			continue
+		}
+		n, err := strconv.Atoi(m[2])
+		if err != nil {
+			continue
+		}
+		for _, f := range files {
+			if m[1] != f.Rel && !strings.HasSuffix(m[1], "/"+f.Rel) {
+				continue
+			}
+			for t, mk := range testMarks(f.Source) {
+				if mk.Line != n && mk.Def != n {
+					continue
+				}
+				k := f.Rel + "::" + t
+				if _, ok := out[k]; !ok {
+					out[k] = swebench.Skipped
+				}
+			}
+		}
 	}
 	return out
 }
@@ -247,11 +371,18 @@ func dedupe(list []string) []string {
 type evidence struct {
 	// Tests is how many tests the files define; Passed how many of them
 	// have results, all PASSED; Skipped how many of them have results,
-	// all PASSED or (as their own skip or xfail marks allow) SKIPPED or
+	// all PASSED or (as their own marks allow, see mark) SKIPPED or
 	// XFAIL, not all PASSED.
 	Tests, Passed, Skipped int
-	// Missing and NotPassed name the others ("file::test").
-	Missing, NotPassed []string
+	// Missing and NotPassed name the others ("file::test"); Conditional
+	// those of NotPassed that a conditional mark would have excused had
+	// the gold run skipped them too.
+	Missing, NotPassed, Conditional []string
+	// CondSkipped name the tests skipped or xfailed under a condition,
+	// excused or not: what a gold run keeps for the others.
+	CondSkipped []string
+	// GoldKnown: the gold run's conditional skips were known.
+	GoldKnown bool
 }
 
 func (e evidence) ok() bool { return e.Passed > 0 && e.Passed+e.Skipped == e.Tests }
@@ -259,6 +390,12 @@ func (e evidence) ok() bool { return e.Passed > 0 && e.Passed+e.Skipped == e.Tes
 // why says in a few words what is wrong with e.
 func (e evidence) why() string {
 	switch {
+	case len(e.Conditional) > 0 && len(e.Conditional) == len(e.NotPassed):
+		ref := "which the gold run on this image did not meet"
+		if !e.GoldKnown {
+			ref = "and no gold run of the task on this image is known to have met it (swerve validate or grade --baseline records one)"
+		}
+		return fmt.Sprintf("no record that the tests passed: %s was skipped under its own mark's condition, %s%s", e.Conditional[0], ref, more(len(e.Conditional)))
 	case len(e.NotPassed) > 0:
 		return fmt.Sprintf("no record that the tests passed: %s did not pass%s", e.NotPassed[0], more(len(e.NotPassed)))
 	case len(e.Missing) > 0:
@@ -276,23 +413,35 @@ func more(n int) string {
 	return ""
 }
 
+// reference is what excuses a conditional skip: the run is the task's
+// gold run (its own reference), or the gold run's conditional skips on
+// this image ("file::test"), when known.
+type reference struct {
+	Gold, Known bool
+	Skips       map[string]bool
+}
+
 // checkEvidence reads the results of files' tests out of sm (the pytest
-// parser's map of test.sh's output). A test's results are every key that
-// names its file (the path pytest printed ends in the file's path under
-// tests/) and the test, with or without parameters; it passed when there
-// is at least one and all are PASSED.
-func checkEvidence(sm swebench.StatusMap, files []pytestFile) evidence {
-	var e evidence
+// parser's map of test.sh's output, with the folded skips added: see
+// foldedSkips). A test's results are every key that names its file (the
+// path pytest printed ends in the file's path under tests/) and the test,
+// with or without parameters; it passed when there is at least one and
+// all are PASSED, or excused by its marks (see mark; ref says which
+// conditional skips count).
+func checkEvidence(sm swebench.StatusMap, files []pytestFile, ref reference) evidence {
+	e := evidence{GoldKnown: ref.Gold || ref.Known}
 	keys := make([]string, 0, len(sm))
 	for k := range sm {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, f := range files {
-		maySkip := markedToSkip(f.Source)
+		marks := testMarks(f.Source)
 		for _, t := range f.Tests {
 			e.Tests++
-			found, passed, skipped := false, true, false
+			id := f.Rel + "::" + t
+			mk := marks[t]
+			found, passed, skipped, cond, other := false, true, false, false, false
 			for _, k := range keys {
 				file, name, ok := strings.Cut(k, "::")
 				if !ok || (file != f.Rel && !strings.HasSuffix(file, "/"+f.Rel)) {
@@ -302,21 +451,32 @@ func checkEvidence(sm swebench.StatusMap, files []pytestFile) evidence {
 					continue
 				}
 				found = true
-				switch st := sm[k]; {
+				st := sm[k]
+				if mk.conditional(st) {
+					cond = true
+				}
+				switch {
 				case st == swebench.Passed:
-				case maySkip[t] && (st == swebench.Skipped || st == swebench.XFail):
+				case mk.allows(st, ref.Gold || ref.Skips[id]):
 					skipped = true
 				default:
 					passed = false
+					other = other || !mk.conditional(st)
 				}
+			}
+			if cond {
+				e.CondSkipped = append(e.CondSkipped, id)
 			}
 			switch {
 			case !found:
-				e.Missing = append(e.Missing, f.Rel+"::"+t)
+				e.Missing = append(e.Missing, id)
 			case passed && skipped:
 				e.Skipped++
 			case !passed:
-				e.NotPassed = append(e.NotPassed, f.Rel+"::"+t)
+				e.NotPassed = append(e.NotPassed, id)
+				if cond && !other {
+					e.Conditional = append(e.Conditional, id)
+				}
 			default:
 				e.Passed++
 			}

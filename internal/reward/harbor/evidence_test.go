@@ -59,47 +59,72 @@ func TestPytestFiles(t *testing.T) {
 }
 
 // TestCheckEvidence reads logs as test.sh leaves them: a reward above 0
-// counts only when every test of the file has a result, all PASSED.
+// counts only when every test of the file has a result, all PASSED, or
+// excused by the test's own marks.
 func TestCheckEvidence(t *testing.T) {
 	files := []pytestFile{{Rel: "test_outputs.py", Tests: []string{"test_add", "test_mul", "TestX::test_p"}}}
 	// The same file, whose author marked test_add as one that may be
-	// skipped.
-	marked := []pytestFile{{Rel: "test_outputs.py", Tests: files[0].Tests,
-		Source: "import pytest\n\n@pytest.mark.skipif(\n    True,\n    reason=\"not here\",\n)\ndef test_add():\n    pass\n\ndef test_mul():\n    pass\n\nclass TestX:\n    def test_p(self):\n        pass\n"}}
+	// skipped (unconditionally), and the same under a condition.
+	src := "import pytest\n\n@pytest.mark.skip(\n    reason=\"not here\",\n)\ndef test_add():\n    pass\n\ndef test_mul():\n    pass\n\nclass TestX:\n    def test_p(self):\n        pass\n"
+	marked := []pytestFile{{Rel: "test_outputs.py", Tests: files[0].Tests, Source: src}}
+	cond := []pytestFile{{Rel: "test_outputs.py", Tests: files[0].Tests,
+		Source: strings.Replace(src, "@pytest.mark.skip(\n", "@pytest.mark.skipif(\n    os.environ.get(\"X\") == \"1\",\n", 1)}}
+	xcond := []pytestFile{{Rel: "test_outputs.py", Tests: files[0].Tests,
+		Source: strings.Replace(src, "@pytest.mark.skip(\n", "@pytest.mark.xfail(\n    calc.LEGACY,\n", 1)}}
 	passes := "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::test_mul\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\nPASSED ../tests/test_outputs.py::TestX::test_p[2]\n"
+	skipAdd := strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1)
+	// pytest's own short summary names a skipped test by its place: the
+	// line of its first decorator.
+	foldedAdd := strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED [1] ../tests/test_outputs.py:3: not here", 1)
+	xfailAdd := strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "XFAIL ../tests/test_outputs.py::test_add - legacy", 1)
+	goldSkipped := reference{Known: true, Skips: map[string]bool{"test_outputs.py::test_add": true}}
+	goldRan := reference{Known: true, Skips: map[string]bool{}}
 	for _, tt := range []struct {
-		name, log string
-		passed    int
-		why       string
+		name  string
+		files []pytestFile
+		ref   reference
+		log   string
+		// passed, why: the evidence; cond: the conditional skips kept.
+		passed int
+		why    string
+		cond   int
 	}{
-		{"all passed", passes, 3, ""},
-		{"nothing ran (pytest.exit, exec /bin/true, status 256)", "collected 3 items\n\n========== no tests ran in 0.01s ==========\n", 0, "no record that the tests ran: test_outputs.py::test_add has no result"},
-		{"one missing", "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\n", 2, "test_outputs.py::test_mul has no result"},
-		{"a failure, then a forged pass", passes + "FAILED ../tests/test_outputs.py::test_mul - assert 5 == 6\nPASSED ../tests/test_outputs.py::test_mul\n", 2, "test_outputs.py::test_mul did not pass"},
-		{"one parameter failed", passes + "FAILED ../tests/test_outputs.py::TestX::test_p[2]\n", 2, "TestX::test_p did not pass"},
-		{"skipped by the code under test", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1), 2, "test_add did not pass"},
-		{"another file's results", strings.ReplaceAll(passes, "test_outputs.py", "test_other.py"), 0, "has no result"},
-		{"a longer name is another test", strings.ReplaceAll(passes, "::test_add", "::test_add_big"), 2, "test_add has no result"},
-		{"skipped as its own mark allows", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_add", "SKIPPED ../tests/test_outputs.py::test_add", 1), 2, ""},
-		{"a marked test's skip does not excuse another", strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_mul", "SKIPPED ../tests/test_outputs.py::test_mul", 1), 2, "test_mul did not pass"},
-		{"a marked test that fails", passes + "FAILED ../tests/test_outputs.py::test_add\n", 2, "test_add did not pass"},
+		{"all passed", files, reference{}, passes, 3, "", 0},
+		{"nothing ran (pytest.exit, exec /bin/true, status 256)", files, reference{}, "collected 3 items\n\n========== no tests ran in 0.01s ==========\n", 0, "no record that the tests ran: test_outputs.py::test_add has no result", 0},
+		{"one missing", files, reference{}, "PASSED ../tests/test_outputs.py::test_add\nPASSED ../tests/test_outputs.py::TestX::test_p[1]\n", 2, "test_outputs.py::test_mul has no result", 0},
+		{"a failure, then a forged pass", files, reference{}, passes + "FAILED ../tests/test_outputs.py::test_mul - assert 5 == 6\nPASSED ../tests/test_outputs.py::test_mul\n", 2, "test_outputs.py::test_mul did not pass", 0},
+		{"one parameter failed", files, reference{}, passes + "FAILED ../tests/test_outputs.py::TestX::test_p[2]\n", 2, "TestX::test_p did not pass", 0},
+		{"skipped by the code under test", files, reference{}, skipAdd, 2, "test_add did not pass", 0},
+		{"another file's results", files, reference{}, strings.ReplaceAll(passes, "test_outputs.py", "test_other.py"), 0, "has no result", 0},
+		{"a longer name is another test", files, reference{}, strings.ReplaceAll(passes, "::test_add", "::test_add_big"), 2, "test_add has no result", 0},
+		{"skipped as its own mark allows", marked, reference{}, skipAdd, 2, "", 0},
+		{"skipped as its own mark allows, folded", marked, reference{}, foldedAdd, 2, "", 0},
+		{"a folded skip of another line", marked, reference{}, strings.Replace(foldedAdd, ".py:3:", ".py:9:", 1), 2, "test_add has no result", 0},
+		{"a marked test's skip does not excuse another", marked, reference{}, strings.Replace(passes, "PASSED ../tests/test_outputs.py::test_mul", "SKIPPED ../tests/test_outputs.py::test_mul", 1), 2, "test_mul did not pass", 0},
+		{"a marked test that fails", marked, reference{}, passes + "FAILED ../tests/test_outputs.py::test_add\n", 2, "test_add did not pass", 0},
+		// A condition the code under test can make true: only the gold
+		// run's own skip of the test excuses it.
+		{"a conditional skip, no gold run known", cond, reference{}, foldedAdd, 2, "test_add was skipped under its own mark's condition, and no gold run", 1},
+		{"a conditional skip the gold run did not make", cond, goldRan, foldedAdd, 2, "which the gold run on this image did not meet", 1},
+		{"a conditional skip the gold run made too", cond, goldSkipped, foldedAdd, 2, "", 1},
+		{"a conditional skip in the gold run itself", cond, reference{Gold: true}, skipAdd, 2, "", 1},
+		{"a conditional xfail the gold run did not make", xcond, goldRan, xfailAdd, 2, "test_outputs.py::test_add was skipped under its own mark's condition", 1},
+		{"a conditional xfail the gold run made too", xcond, goldSkipped, xfailAdd, 2, "", 1},
+		{"a conditional xfail is no skip", xcond, goldSkipped, skipAdd, 2, "test_add did not pass", 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			f := files
-			if strings.Contains(tt.name, "mark") {
-				f = marked
-			}
-			e := checkEvidence(parsePytest(tt.log), f)
-			if e.Passed != tt.passed || e.Tests != 3 || e.ok() != (tt.why == "") || !strings.Contains(e.why(), tt.why) {
-				t.Errorf("passed %d of %d, ok %v, why %q; want %d, %q", e.Passed, e.Tests, e.ok(), e.why(), tt.passed, tt.why)
+			e := checkEvidence(foldedSkips(parsePytest(tt.log), tt.log, tt.files), tt.files, tt.ref)
+			if e.Passed != tt.passed || e.Tests != 3 || e.ok() != (tt.why == "") || !strings.Contains(e.why(), tt.why) || len(e.CondSkipped) != tt.cond {
+				t.Errorf("passed %d of %d, ok %v, why %q, conditional %q; want %d, %q, %d", e.Passed, e.Tests, e.ok(), e.why(), e.CondSkipped, tt.passed, tt.why, tt.cond)
 			}
 		})
 	}
 }
 
-// TestMarkedToSkip: only a test's own skip, skipif or xfail decorators
-// (over one line or several) let it be skipped.
-func TestMarkedToSkip(t *testing.T) {
+// TestTestMarks: only a test's own skip, skipif or xfail decorators (over
+// one line or several) excuse a skip, and each is read as unconditional
+// or under a condition.
+func TestTestMarks(t *testing.T) {
 	src := `import pytest, unittest
 
 @pytest.mark.skipif(
@@ -127,10 +152,40 @@ class TestK:
 
     def test_f(self):
         pass
+
+    @pytest.mark.xfail(reason="known", strict=True)
+    def test_g(self):
+        pass
+
+    @pytest.mark.xfail(calc.LEGACY, reason="legacy")
+    def test_h(self):
+        pass
+
+    @pytest.mark.xfail(condition=calc.LEGACY, reason="legacy")
+    def test_i(self):
+        pass
+
+    @unittest.skipUnless(calc.FAST, "slow")
+    @pytest.mark.skip
+    def test_j(self):
+        pass
+
+    @unittest.expectedFailure
+    def test_k(self):
+        pass
 `
-	want := map[string]bool{"test_a": true, "TestK::test_d": true, "TestK::test_e": true}
-	if got := markedToSkip(src); !reflect.DeepEqual(got, want) {
-		t.Errorf("markedToSkip = %v, want %v", got, want)
+	want := map[string]mark{
+		"test_a":        {IfSkip: true, Line: 3, Def: 7},
+		"TestK::test_d": {XFail: true, Line: 18, Def: 19},
+		"TestK::test_e": {Skip: true, Line: 22, Def: 23},
+		"TestK::test_g": {XFail: true, Line: 29, Def: 30},
+		"TestK::test_h": {IfXFail: true, Line: 33, Def: 34},
+		"TestK::test_i": {IfXFail: true, Line: 37, Def: 38},
+		"TestK::test_j": {IfSkip: true, Skip: true, Line: 41, Def: 43},
+		"TestK::test_k": {XFail: true, Line: 46, Def: 47},
+	}
+	if got := testMarks(src); !reflect.DeepEqual(got, want) {
+		t.Errorf("testMarks =\n%+v\nwant\n%+v", got, want)
 	}
 }
 

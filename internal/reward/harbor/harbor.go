@@ -77,6 +77,13 @@ type Result struct {
 	// checked (see evidence.go); TestsPassed is n.
 	Evidence    string `json:"evidence,omitempty"`
 	TestsPassed int    `json:"tests_passed,omitempty"`
+	// ConditionalSkips name the tests ("file::test") this run skipped or
+	// xfailed under a condition of their own marks; a gold run's are the
+	// only such skips another run may have (evidence.go).
+	ConditionalSkips []string `json:"conditional_skips,omitempty"`
+	// EvidenceChecked: the record was read (Evidence is not "not
+	// checked: ...").
+	EvidenceChecked bool `json:"-"`
 }
 
 // Files is what the verifier directory held after test.sh ran; nil means

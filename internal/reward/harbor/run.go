@@ -41,6 +41,12 @@ type RunOptions struct {
 	// pytest file it runs, when the first run's verdict is 1 (see
 	// canary.go).
 	Canaries bool
+	// GoldSkips are the tests ("file::test") the task's gold run on this
+	// image skipped or xfailed under a condition of their own marks, and
+	// GoldKnown says they are known: only those skips count (see mark in
+	// evidence.go). A Solution run is its own reference.
+	GoldSkips map[string]bool
+	GoldKnown bool
 }
 
 // RunResult is a graded run.
@@ -202,9 +208,10 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.Evidence = "not checked: " + noEvidence
 		return rr, nil
 	}
-	ev := checkEvidence(parsePytest(run.Log), files)
+	ref := reference{Gold: opts.Solution, Known: opts.GoldKnown, Skips: opts.GoldSkips}
+	ev := checkEvidence(foldedSkips(parsePytest(run.Log), run.Log, files), files, ref)
 	rr.Evidence = fmt.Sprintf("%d of %d tests passed in the test output", ev.Passed, ev.Tests)
-	rr.TestsPassed = ev.Passed
+	rr.TestsPassed, rr.ConditionalSkips, rr.EvidenceChecked = ev.Passed, ev.CondSkipped, true
 	if rr.Reward > 0 && !ev.ok() {
 		rr.Reward, rr.Resolved, rr.Reason = 0, false, ev.why()
 	}
@@ -243,7 +250,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	rr.Canaries = "checked"
 	csm := parsePytest(crun.Log)
 	rr.CanaryFindings = can.Verify(csm, true)
-	if cev := checkEvidence(csm, files); !cev.ok() {
+	if cev := checkEvidence(foldedSkips(csm, crun.Log, files), files, ref); !cev.ok() {
 		rr.CanaryFindings = append(rr.CanaryFindings, "the canary run: "+cev.why())
 	}
 	rr.Findings = append(rr.Findings, crun.Findings...)

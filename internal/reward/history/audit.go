@@ -71,9 +71,10 @@ done
 echo "checked archives $name-*.whl, .tar.gz, .tar.bz2, .conda, .zip on ${root:-/} (its own file system, not /proc, /sys or the repository)"
 find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
   \( -iname "$name-*.whl" -o -iname "$name-*.tar.gz" -o -iname "$name-*.tar.bz2" -o -iname "$name-*.conda" -o -iname "$name-*.zip" \) -print 2>/dev/null | head -20 | sed 's/^/archive /'
-echo "checked installed site-packages/$name, dist-packages/$name"
+echo "checked installed site-packages/$name, $name.py (dist-packages too)"
 find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
-  -type d \( -path "*/site-packages/$name" -o -path "*/dist-packages/$name" \) -print 2>/dev/null | head -20 | sed 's/^/installed /'
+  \( -type d \( -path "*/site-packages/$name" -o -path "*/dist-packages/$name" \) -o \
+  -type f \( -path "*/site-packages/$name.py" -o -path "*/dist-packages/$name.py" \) \) -print 2>/dev/null | head -20 | sed 's/^/installed /'
 echo "checked installed versions site-packages/$name-*.dist-info, .egg-info (dist-packages too)"
 find "${root:-/}" -xdev \( -path "$root/proc" -o -path "$root/sys" -o -path "$repo" \) -prune -o \
   -type d \( -ipath "*/site-packages/$name-*.dist-info" -o -ipath "*/site-packages/$name-*.egg-info" \
@@ -125,48 +126,12 @@ func auditBoxAt(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir,
 			a.Newer = n
 		}
 	}
-	if name := ProjectName(t); name != "" {
-		wd := workdir
-		if wd == "" {
-			wd = "/testbed"
-		}
-		res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: []string{"sh", "-c", copiesScript, "sh", name, wd, root}, Timeout: 5 * time.Minute, MaxOutput: -1})
-		if err != nil {
-			return nil, fmt.Errorf("audit copies: %w", err)
-		}
-		fix := fixSignature(ctx, box, t, wd)
-		seen := map[string]bool{}
-		for _, line := range strings.Split(string(res.Output), "\n") {
-			kind, rest, ok := strings.Cut(line, " ")
-			switch {
-			case ok && kind == "checked":
-				a.Checked = append(a.Checked, rest)
-			case ok && kind == "meta":
-				// An installed distribution's metadata: the repository's own
-				// (editable) install has one too, so only a later version
-				// than the task's counts.
-				if v := archiveVersion(name, path.Base(rest)); v != "" && newerSeries(v, t.Version) && !seen[rest] {
-					seen[rest] = true
-					a.Copies = append(a.Copies, "installed "+rest)
-					a.NewerCopies = append(a.NewerCopies, fmt.Sprintf("%s (version %s, the task's %s)", rest, v, t.Version))
-				}
-			case ok && (kind == "cache" || kind == "archive" || kind == "installed"):
-				if seen[rest] {
-					continue
-				}
-				seen[rest] = true
-				a.Copies = append(a.Copies, kind+" "+rest)
-				if v := archiveVersion(name, path.Base(rest)); v != "" && newerSeries(v, t.Version) {
-					a.NewerCopies = append(a.NewerCopies, fmt.Sprintf("%s (version %s, the task's %s)", rest, v, t.Version))
-				}
-				if f := fix.heldBy(ctx, box, kind, rest); f != "" {
-					a.WithFix = append(a.WithFix, fmt.Sprintf("%s (its %s holds the gold patch's added lines)", rest, f))
-				}
-			}
-		}
-		if len(fix) > 0 {
-			a.Checked = append(a.Checked, "each copy's files against the gold patch's added lines ("+strconv.Itoa(len(fix))+" files)")
-		}
+	c, err := findCopies(ctx, box, t, workdir, root)
+	if err != nil {
+		return nil, fmt.Errorf("audit copies: %w", err)
+	}
+	if c.NotChecked == "" {
+		a.Copies, a.WithFix, a.NewerCopies, a.Checked = c.Copies, c.WithFix, c.Newer, c.Checked
 	}
 	return a, nil
 }

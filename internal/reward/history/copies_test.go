@@ -3,6 +3,7 @@ package history_test
 import (
 	"archive/zip"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,5 +132,67 @@ func TestAuditInstalledVersion(t *testing.T) {
 				t.Errorf("checked %q", a.Checked)
 			}
 		})
+	}
+}
+
+// idBox is a hostBox that names its image's content id.
+type idBox struct {
+	hostBox
+	id string
+}
+
+func (b idBox) ImageID() string { return b.id }
+
+// TestCopyChecksKept: the search for copies runs once per image and task:
+// a second box of the image, or another process (the disk), gets the kept
+// answer without a search; another gold patch or another image is searched
+// again. A copy with the fix makes the proof refuse the box in one line
+// naming the task and the copy.
+func TestCopyChecksKept(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	repoDir := filepath.Join(root, "testbed")
+	os.MkdirAll(repoDir, 0o755)
+	git(t, repoDir, "init", "-q", "-b", "main")
+	write(t, repoDir, "calc/ops.py", "def add(a, b):\n    return a\n")
+	git(t, repoDir, "add", "-A")
+	head := commitAt(t, repoDir, 1, "one")
+	const whl = "root/.cache/pip/wheels/ab/cd/calc-1.0.1-py3-none-any.whl"
+	wheel(t, filepath.Join(root, whl), map[string]string{"calc/ops.py": "def add(a, b):\n    return a + b  # fixed\n"})
+	tk := &task.Task{InstanceID: "calc-1", Repo: "acme/calc", BaseCommit: head, Patch: goldPatch, Version: "1.0"}
+	dir := t.TempDir()
+	cs := history.CopyChecksAt(dir, root)
+	box := idBox{hostBox{dir: repoDir}, "sha256:1"}
+	first, err := cs.Check(ctx, box, tk, repoDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Cached || len(first.WithFix) != 1 || !strings.Contains(first.WithFix[0], whl) || first.ImageID != "sha256:1" {
+		t.Fatalf("first search: %+v", first)
+	}
+	// The copy is gone from the directory: only a kept answer still has it.
+	os.Remove(filepath.Join(root, whl))
+	for name, c := range map[string]*history.CopyChecks{"same process": cs, "another process": history.CopyChecksAt(dir, root)} {
+		got, err := c.Check(ctx, box, tk, repoDir)
+		if err != nil || !got.Cached || len(got.WithFix) != 1 {
+			t.Errorf("%s: %+v, %v; want the kept answer", name, got, err)
+		}
+	}
+	other := *tk
+	other.Patch = strings.Replace(goldPatch, "# fixed", "# mended", 1)
+	if got, err := cs.Check(ctx, box, &other, repoDir); err != nil || got.Cached || len(got.WithFix) != 0 {
+		t.Errorf("another gold patch: %+v, %v; want a new search", got, err)
+	}
+	if got, err := cs.Check(ctx, idBox{hostBox{dir: repoDir}, "sha256:2"}, tk, repoDir); err != nil || got.Cached {
+		t.Errorf("another image: %+v, %v; want a new search", got, err)
+	}
+	p := &history.Proof{Clean: true}
+	p.WithCopies(first)
+	err = p.Err(tk.InstanceID)
+	if p.Clean || !errors.Is(err, history.ErrCopyWithFix) || !strings.Contains(err.Error(), "task calc-1: ") || !strings.Contains(err.Error(), whl) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("proof %+v: err %v; want a refusal naming the task and the wheel", p, err)
+	}
+	if !strings.Contains(p.BeyondGit, "copies of calc outside git") || !strings.Contains(p.BeyondGit, whl) {
+		t.Errorf("beyond git: %q", p.BeyondGit)
 	}
 }

@@ -84,11 +84,14 @@ type Proof struct {
 	// content already in base_commit's own history), one a line.
 	Notes []string `json:"notes,omitempty"`
 	// BeyondGit says what the proof checked outside git: the work tree for
-	// the hidden tests' files, and nothing else (copies of the project in
-	// package caches, wheels, sdists and site-packages are what swerve
-	// audit looks for, once per image: a file-system search is not paid
-	// per box).
+	// the hidden tests' files, and, when the box was prepared for an agent
+	// (WithCopies), copies of the project in package caches, wheels,
+	// sdists and site-packages, searched once per image (CopyChecks).
 	BeyondGit string `json:"beyond_git,omitempty"`
+	// Copies is that search's answer; CopiesWithFix the copies whose files
+	// hold the fix (findings: the box is not clean).
+	Copies        *CopyCheck `json:"copies_check,omitempty"`
+	CopiesWithFix []string   `json:"copies_with_fix,omitempty"`
 	// Seconds is how long the proof (and the strip, when Stripped) took.
 	Seconds float64 `json:"seconds"`
 }
@@ -101,7 +104,7 @@ func (p *Proof) Summary() string {
 	case p.NoRepo:
 		return "history: no git repository"
 	case !p.Clean:
-		return "history: NOT clean: " + strings.Join(p.Findings, "; ")
+		return "history: NOT clean: " + strings.Join(append(append([]string{}, p.Findings...), p.CopiesWithFix...), "; ")
 	}
 	how := "as found"
 	if p.Stripped {
@@ -114,6 +117,9 @@ func (p *Proof) Summary() string {
 func (p *Proof) Err(instance string) error {
 	if p == nil || p.Clean {
 		return nil
+	}
+	if len(p.Findings) == 0 && len(p.CopiesWithFix) > 0 {
+		return fmt.Errorf("task %s: %w: %s", instance, ErrCopyWithFix, strings.Join(p.CopiesWithFix, "; "))
 	}
 	return fmt.Errorf("task %s: %w: %s", instance, ErrNotClean, strings.Join(p.Findings, "; "))
 }
@@ -332,8 +338,13 @@ func Prove(ctx context.Context, box sandbox.Sandbox, t *task.Task, workdir strin
 	return p, nil
 }
 
-// beyondGit is Proof.BeyondGit.
-const beyondGit = "the work tree, for the hidden tests' files; package caches, wheels, sdists and installed copies are checked by swerve audit, not in each box"
+// beyondGitTree is what every proof checks beyond git; beyondGit is
+// Proof.BeyondGit of a proof made without the search for copies (see
+// Proof.WithCopies).
+const (
+	beyondGitTree = "the work tree, for the hidden tests' files"
+	beyondGit     = beyondGitTree + "; copies of the project outside git not searched here (grader.PrepareBox searches them once per image; swerve audit reports them)"
+)
 
 // ExpectedHead is the commit t's box must have checked out before an agent
 // starts: its base_commit, for the datasets whose images promise HEAD at

@@ -1,0 +1,3 @@
+#!/bin/bash
+cd /testbed
+sed -i 's/return a - b/return a + b/' calc/ops.py
