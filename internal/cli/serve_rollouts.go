@@ -35,8 +35,10 @@ type runRollouts struct {
 	limits   agent.Limits
 	sampling agent.Sampling
 	tasks    *serve.Tasks // --dataset, by instance_id, else each row's own fields
-	dataset  []task.Task
-	stderr   io.Writer
+	// datasetName is --dataset as given, recorded in each row's metadata.
+	datasetName string
+	dataset     []task.Task
+	stderr      io.Writer
 }
 
 func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agentFlags, sf *serveFlags) (*runRollouts, error) {
@@ -81,6 +83,7 @@ func newRunRollouts(cmd *cobra.Command, df *datasetFlags, bf *boxFlags, af *agen
 		return nil, err
 	}
 	ro.tasks = serve.NewTasks(dataset)
+	ro.datasetName = df.Dataset
 	ro.dataset = dataset
 	cleanupOrphans(ctx, bf.options(), ro.stderr)
 	return ro, nil
@@ -207,7 +210,7 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		return nil, fmt.Errorf("rollout %s: %w", req.RolloutID, err)
 	}
 	res := &serve.RolloutResult{Model: cmp.Or(ep.Model, name), Patch: ep.Patch, Reward: ep.Reward, Resolved: ep.Reward >= 1,
-		EvalReport: ep.Report, ExitReason: string(ep.ExitReason),
+		EvalReport: ep.Report, ExitReason: string(ep.ExitReason), Scaffold: ro.scaffoldName(), Dataset: ro.datasetName, Started: start,
 		Timings: serve.Timings{BoxOpen: time.Duration(boxOpen.Load()).Seconds(), Grade: ep.Timings.Grade.Seconds(),
 			Total: time.Since(start).Seconds()}}
 	if ep.History != nil {
@@ -240,4 +243,15 @@ func (ro *runRollouts) rollout(ctx context.Context, req *serve.RolloutRequest) (
 		res.Timings.Agent = max(0, res.Timings.Total-res.Timings.Grade-res.Timings.BoxOpen)
 	}
 	return res, nil
+}
+
+// scaffoldName is the scaffold rollouts run, "golden" for --run_golden.
+func (ro *runRollouts) scaffoldName() string {
+	if ro.sf.RunGolden {
+		return "golden"
+	}
+	if ro.scaffold == nil {
+		return ""
+	}
+	return ro.scaffold.Name
 }

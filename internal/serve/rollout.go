@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent/signals"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -85,6 +86,12 @@ type RolloutResult struct {
 	// Signals are the audit's flags for the trajectory (package signals),
 	// kept whatever the outcome; they never change the reward.
 	Signals []signals.Flag
+
+	// Scaffold, Dataset and Started say what ran the rollout and when, for
+	// readers of the rows (swerve view's header); empty when unknown.
+	Scaffold string
+	Dataset  string
+	Started  time.Time
 
 	// InfraError, when set, is the kind of infrastructure failure (box,
 	// image, engine, provider, grader, disk) that kept this rollout from a

@@ -511,6 +511,15 @@ func buildRow(req *RolloutRequest, res *RolloutResult) Row {
 	if len(res.EvalReport) > 0 {
 		meta["eval_report"] = res.EvalReport
 	}
+	if res.Scaffold != "" {
+		meta["scaffold"] = res.Scaffold
+	}
+	if res.Dataset != "" {
+		meta["dataset"] = res.Dataset
+	}
+	if !res.Started.IsZero() {
+		meta["started"] = res.Started.UTC().Format(time.RFC3339Nano)
+	}
 	if len(res.History) > 0 {
 		meta["history"] = res.History
 	}

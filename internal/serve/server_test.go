@@ -34,7 +34,8 @@ func resolved(_ context.Context, req *RolloutRequest) (*RolloutResult, error) {
 	return &RolloutResult{Reward: 1, Resolved: true, Patch: "diff --git a/x b/x\n", ExitReason: "submitted", Steps: 1,
 		EvalReport: json.RawMessage(`{"` + req.InstanceID + `":{"resolved":true}}`),
 		Output:     []OutputItem{{Type: "message", Role: "assistant", Content: []ContentPart{{Type: "output_text", Text: "done", Annotations: []any{}}}}},
-		Timings:    Timings{BoxOpen: 0.2, Grade: 1.5, Total: 3}}, nil
+		Timings:    Timings{BoxOpen: 0.2, Grade: 1.5, Total: 3},
+		Scaffold:   "r2egym", Dataset: "tasks.jsonl", Started: time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)}, nil
 }
 
 func newTest(t *testing.T, opts Options) (*Server, *httptest.Server) {
@@ -188,11 +189,15 @@ func TestRunAnswerRow(t *testing.T) {
 		Report     json.RawMessage `json:"eval_report"`
 		ExitReason string          `json:"exit_reason"`
 		Timings    Timings         `json:"timings"`
+		Scaffold   string          `json:"scaffold"`
+		Dataset    string          `json:"dataset"`
+		Started    string          `json:"started"`
 	}
 	if err := json.Unmarshal(row["metadata"], &meta); err != nil {
 		t.Fatal(err)
 	}
-	if meta.Patch == "" || meta.ExitReason != "submitted" || len(meta.Report) == 0 || meta.Timings.Grade != 1.5 {
+	if meta.Patch == "" || meta.ExitReason != "submitted" || len(meta.Report) == 0 || meta.Timings.Grade != 1.5 ||
+		meta.Scaffold != "r2egym" || meta.Dataset != "tasks.jsonl" || meta.Started != "2026-11-29T08:00:00Z" {
 		t.Errorf("metadata: %s", row["metadata"])
 	}
 	if _, ok := row["infra_error"]; ok {

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -60,8 +61,11 @@ func infoOf(tasks []Summary, format string, row []byte) Info {
 	var rec struct {
 		Config   map[string]any    `json:"config"`
 		Settings map[string]string `json:"settings"`
+		Metadata struct {
+			Dataset string `json:"dataset"`
+		} `json:"metadata"` // rows swerve serve answers with
 	}
-	small, _, err := pick(row, map[string]bool{"config": true, "settings": true}, "", nil)
+	small, _, err := pick(row, map[string]bool{"config": true, "settings": true, "metadata": true}, "", nil)
 	if err != nil || json.Unmarshal(small, &rec) != nil {
 		return in
 	}
@@ -76,13 +80,13 @@ func infoOf(tasks []Summary, format string, row []byte) Info {
 			set[k] = v
 		}
 	}
-	in.Dataset = set["dataset"]
+	in.Dataset = cmp.Or(set["dataset"], rec.Metadata.Dataset)
 	if sp := set["split"]; in.Dataset != "" && sp != "" {
 		in.Dataset += " (split " + sp + ")"
 	}
 	for k, v := range set {
 		switch k {
-		case "help", "traj_dir", "log_level", "dataset", "split":
+		case "help", "help_backend", "traj_dir", "log_level", "dataset", "split":
 			continue // not a setting of the experiment, or shown apart
 		}
 		in.Settings = append(in.Settings, Setting{k, v})

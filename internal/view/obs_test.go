@@ -1,9 +1,11 @@
 package view
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSplitObs(t *testing.T) {
@@ -116,6 +118,18 @@ func TestInfo(t *testing.T) {
 	}
 	if want := []string{"r2egym", "mini_swe_agent"}; !reflect.DeepEqual(in.Scaffolds, want) {
 		t.Errorf("scaffolds %v", in.Scaffolds)
+	}
+	// A row swerve serve answered: scaffold, dataset and start time in its
+	// metadata.
+	var gym gymRow
+	gymJSON := []byte(`{"instance_id":"a","reward":1,"response":{"model":"hosted_vllm/policy"},"metadata":{"scaffold":"r2egym","dataset":"tasks.jsonl","started":"2026-11-29T08:00:00Z"}}`)
+	if err := json.Unmarshal(gymJSON, &gym); err != nil {
+		t.Fatal(err)
+	}
+	gs := gym.summary()
+	gin := infoOf([]Summary{gs}, FormatGym, gymJSON)
+	if gin.Dataset != "tasks.jsonl" || !reflect.DeepEqual(gin.Scaffolds, []string{"r2egym"}) || gin.Started.Format(time.RFC3339) != "2026-11-29T08:00:00Z" {
+		t.Errorf("gym row info %+v", gin)
 	}
 	// An old row records nothing: every field stays empty (the page says
 	// "unknown").

@@ -296,7 +296,10 @@ type gymRow struct {
 			Agent float64 `json:"agent_seconds"`
 			Total float64 `json:"total_seconds"`
 		} `json:"timings"`
-		Repo string `json:"repo"`
+		Repo     string    `json:"repo"`
+		Scaffold string    `json:"scaffold"`
+		Dataset  string    `json:"dataset"`
+		Started  time.Time `json:"started"`
 	} `json:"metadata"`
 	Params struct {
 		Input json.RawMessage `json:"input"`
@@ -342,7 +345,8 @@ func (it *gymItem) text() string {
 
 func (r *gymRow) summary() Summary {
 	s := Summary{InstanceID: r.InstanceID, Repo: r.Repo, Model: r.Response.Model, Status: "graded", Reward: r.Reward,
-		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Signals: signalCount(r.Metadata.Signals)}
+		ExitReason: r.Metadata.ExitReason, Turns: r.Metadata.Steps, Seconds: r.Metadata.Timings.Total, Signals: signalCount(r.Metadata.Signals),
+		Scaffold: r.Metadata.Scaffold, Started: r.Metadata.Started}
 	if s.Repo == "" {
 		s.Repo = r.Metadata.Repo
 	}
