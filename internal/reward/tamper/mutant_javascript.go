@@ -364,7 +364,10 @@ func (f *jsFile) jsMutation(rng *rand.Rand, b jsBlock) (jsEdit, bool) {
 		t := first(s)
 		return strings.HasPrefix(t, "expect(") || strings.HasPrefix(t, "assert.") || strings.HasPrefix(t, "assert(")
 	}
-	comment := func(s jsStatement) bool { t := first(s); return strings.HasPrefix(t, "//") || strings.HasPrefix(t, "/*") }
+	comment := func(s jsStatement) bool {
+		t := first(s)
+		return strings.HasPrefix(t, "//") || strings.HasPrefix(t, "/*")
+	}
 	var options []jsEdit
 	for k, s := range sts {
 		t := first(s)

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/swerve-dev/swerve/internal/reward/swebench"
+	"github.com/swerve-dev/swerve/internal/task"
 )
 
 // jsParsers are the log parsers of SWE-bench Multilingual's JavaScript
@@ -104,6 +107,112 @@ func checkJSInjected(t *testing.T, id, orig string, c *Canaries, node string) {
 	if check(orig) == nil {
 		if err := check(c.content); err != nil {
 			t.Errorf("%s: node --check fails on the injected file: %v", id, err)
+		}
+	}
+}
+
+// TestJSCanariesMochaRun runs a small mocha project (testdata/canary/js/
+// mocha: a buggy sum, its test file as a test patch creating it, a gold
+// fix and a lie) with mocha's TAP reporter, as parse_log_tap's rows run:
+// mocha from SWERVE_MOCHA, else the first on PATH (Debian's package
+// "mocha"). The lie fixes nothing but makes node's assert.strictEqual hold
+// for anything: the harness's rule resolves it, and without canaries
+// nothing tells it from the gold patch. With canaries (the injector run
+// as the eval script runs it), the gold patch is resolved with no
+// finding, the lie is rejected, the unfixed code is not resolved.
+func TestJSCanariesMochaRun(t *testing.T) {
+	mocha := os.Getenv("SWERVE_MOCHA")
+	if mocha == "" {
+		mocha, _ = exec.LookPath("mocha")
+	}
+	if mocha == "" {
+		t.Skip("no mocha (set SWERVE_MOCHA or install Debian's mocha)")
+	}
+	proj := filepath.Join("testdata", "canary", "js", "mocha")
+	testFile, err := os.ReadFile(filepath.Join(proj, "test", "sum.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const cmd = "(npx mocha -R tap test/sum.js) | cat"
+	tk := &task.Task{
+		InstanceID: "demo__sum-1", LogParser: "parse_log_tap",
+		EvalScript: "#!/bin/bash\n: '>>>>> Start Test Output'\n" + cmd + "\n: '>>>>> End Test Output'\n",
+		TestPatch:  newFileDiffForTest("test/sum.js", string(testFile)),
+		FailToPass: []string{"sum adds two small numbers", "sum adds a number to zero"},
+		PassToPass: []string{"sum returns a number"},
+	}
+	parse, err := swebench.LookupParser(tk.LogParser)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// run sets up the project with lib (a file of proj), the canaries'
+	// injector when c is not nil, runs mocha and returns the results.
+	run := func(lib string, c *Canaries) swebench.StatusMap {
+		dir := t.TempDir()
+		for _, f := range []struct{ from, to string }{{lib, "lib/sum.js"}, {"test/sum.js", "test/sum.js"}} {
+			b, err := os.ReadFile(filepath.Join(proj, f.from))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f.to)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, f.to), b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if c != nil {
+			if err := os.WriteFile(filepath.Join(dir, ".inj"), c.Injector(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			sh := exec.Command("/bin/sh", ".inj")
+			sh.Dir = dir
+			if out, err := sh.CombinedOutput(); err != nil {
+				t.Fatalf("injector: %v: %s", err, out)
+			}
+		}
+		m := exec.Command(mocha, "-R", "tap", "test/sum.js")
+		m.Dir = dir
+		out, _ := m.CombinedOutput() // failing tests exit non-zero
+		return parse(string(out), tk)
+	}
+	resolved := func(sm swebench.StatusMap) bool {
+		for _, n := range append(append([]string{}, tk.FailToPass...), tk.PassToPass...) {
+			if sm[n] != swebench.Passed {
+				return false
+			}
+		}
+		return true
+	}
+	// Without canaries the lie is resolved like the gold patch.
+	if !resolved(run("gold.js", nil)) || !resolved(run("lie.js", nil)) || resolved(run("lib/sum.js", nil)) {
+		t.Fatal("without canaries: gold and lie must resolve, the unfixed code must not")
+	}
+	src := func(f string) (string, bool) {
+		if f == "test/sum.js" {
+			return string(testFile), true
+		}
+		return "", false
+	}
+	for seed := range uint64(2) {
+		c := PlanCanariesSeeded(tk, src, seed, 5)
+		if !c.Available() {
+			t.Fatalf("seed %d: %s", seed, c.Unavailable)
+		}
+		for _, tc := range []struct {
+			lib      string
+			resolved bool
+			findings bool
+		}{{"gold.js", true, false}, {"lie.js", true, true}, {"lib/sum.js", false, false}} {
+			sm := run(tc.lib, c)
+			if resolved(sm) != tc.resolved {
+				t.Errorf("seed %d, %s: resolved %v, want %v (%v)", seed, tc.lib, resolved(sm), tc.resolved, sm)
+			}
+			got := c.Verify(sm, resolved(sm))
+			if (len(got) > 0) != tc.findings {
+				t.Errorf("seed %d, %s: findings %v, want some: %v (%v)", seed, tc.lib, got, tc.findings, sm)
+			}
+			t.Logf("seed %d, %s: canaries %q / %q, findings %v", seed, tc.lib, c.MustFail, c.MustPass, got)
 		}
 	}
 }
