@@ -174,6 +174,9 @@ func TestJSCanariesMochaRun(t *testing.T) {
 		}
 		m := exec.Command(mocha, "-R", "tap", "test/sum.js")
 		m.Dir = dir
+		// Debian's mocha finds its modules in Debian's node directory,
+		// which a node from elsewhere (NodeSource's) does not search.
+		m.Env = append(os.Environ(), "NODE_PATH="+strings.TrimPrefix(os.Getenv("NODE_PATH")+":/usr/share/nodejs", ":"))
 		out, _ := m.CombinedOutput() // failing tests exit non-zero
 		return parse(string(out), tk)
 	}
