@@ -153,7 +153,7 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 	}
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	taken := takenNames(t)
-	if fw == frameworkGo || fw == frameworkRust || fw == frameworkJS {
+	if fw == frameworkGo || fw == frameworkRust || fw == frameworkJS || fw == frameworkPHP {
 		// No fixed templates: a test file of a package (crate) that does
 		// not compile takes the package's every test down.
 		if src == nil {
@@ -165,6 +165,8 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 			plan = safePlanRust
 		case frameworkJS:
 			plan = safePlanJS
+		case frameworkPHP:
+			plan = safePlanPHP
 		}
 		c, why := plan(t, cmd, src, rng, taken)
 		if c == nil {
