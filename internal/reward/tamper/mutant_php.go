@@ -109,12 +109,12 @@ func parsePHPFile(text string) *phpFile {
 	return f
 }
 
-// phpPretty is PHPUnit's testdox title of a test method: "test" dropped,
-// the first letter upper-cased, underscores made spaces (then nothing
+// phpPretty is PHPUnit's testdox title of a test method: "test" (and the
+// underscores after it) dropped, the first letter upper-cased, underscores made spaces (then nothing
 // else), else a space before each capital (lower-cased) and before each
 // run of digits.
 func phpPretty(method string) string {
-	name := strings.TrimPrefix(method, "test")
+	name := strings.TrimLeft(strings.TrimPrefix(method, "test"), "_")
 	if name == "" {
 		return ""
 	}
@@ -352,10 +352,11 @@ func planPHP(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[str
 		return nil, "the phpunit --filter is not a plain word"
 	}
 	type located struct {
-		file string
-		f    *phpFile
-		k    int
-		f2p  bool
+		file  string
+		f     *phpFile
+		k     int
+		f2p   bool
+		suite string // the suite part of its key
 	}
 	parsed := map[string]*phpFile{}
 	var order []string
@@ -377,12 +378,14 @@ func planPHP(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[str
 	search:
 		for _, file := range order {
 			f := parsed[file]
-			if f.class == "" || phpSuite(f.class) != suite {
+			// "None": a phpunit whose testdox header the parser does not
+			// read (PHPUnit 9 prints the suite without its class).
+			if f.class == "" || phpSuite(f.class) != suite && suite != "None" {
 				continue
 			}
 			for k, b := range f.tests {
 				if phpPretty(b.method) == title {
-					tests = append(tests, located{file, f, k, i < len(t.FailToPass)})
+					tests = append(tests, located{file, f, k, i < len(t.FailToPass), suite})
 					break search
 				}
 			}
@@ -419,7 +422,7 @@ func planPHP(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[str
 		if len(twins) > 0 {
 			twin = twins[rng.IntN(len(twins))]
 		}
-		suite := phpSuite(f.class)
+		suite := h.suite
 		exists := func(method string) bool {
 			p := phpPretty(method)
 			if taken[suite+" > "+p] || containsWord(f.text, method) || strings.Contains(t.TestPatch, method) {
