@@ -610,6 +610,11 @@ func jsMutantOf(t *task.Task, c jsCommand, h jsTest, tests []jsTest, f *jsFile, 
 		if taken[n] || strings.Contains(f.text, n) || strings.Contains(t.TestPatch, n) {
 			return true
 		}
+		for _, l := range append(append([]string{}, t.FailToPass...), t.PassToPass...) {
+			if strings.HasSuffix(l, " "+n) {
+				return true
+			}
+		}
 		for _, x := range f.blocks {
 			if strings.EqualFold(x.title, n) {
 				return true
@@ -618,7 +623,11 @@ func jsMutantOf(t *task.Task, c jsCommand, h jsTest, tests []jsTest, f *jsFile, 
 		return false
 	}
 	mustFail, ok1 := jsStyledName(rng, f, b.parent, chain, c, exists)
-	mustPass, ok2 := jsStyledName(rng, f, b.parent, chain, c, func(n string) bool { return n == mustFail || exists(n) })
+	// Neither title may end the other (karma's verdict finds a canary by
+	// the end of a key).
+	mustPass, ok2 := jsStyledName(rng, f, b.parent, chain, c, func(n string) bool {
+		return strings.HasSuffix(n, mustFail) || strings.HasSuffix(mustFail, n) || exists(n)
+	})
 	if !ok1 || !ok2 {
 		return nil
 	}
@@ -638,11 +647,17 @@ func jsMutantOf(t *task.Task, c jsCommand, h jsTest, tests []jsTest, f *jsFile, 
 	if found != 2 || len(g.blocks) != len(f.blocks)+2 {
 		return nil
 	}
+	// Only karma's parser may file a test under another block's name; the
+	// others' keys are matched whole.
+	var titles [2]string
+	if c.runner == "karma" {
+		titles = [2]string{mustFail, mustPass}
+	}
 	failChain := append(slices.Clone(chain[:len(chain)-1]), mustFail)
 	passChain := append(slices.Clone(chain[:len(chain)-1]), mustPass)
 	return &Canaries{
 		File: h.file, MustFail: c.key(h.file, failChain), MustPass: c.key(h.file, passChain), Original: c.key(h.file, chain),
-		framework: frameworkJS, content: text, seed: rng.Uint64(), titles: [2]string{mustFail, mustPass},
+		framework: frameworkJS, content: text, seed: rng.Uint64(), titles: titles,
 	}
 }
 
@@ -755,8 +770,8 @@ func safePlanJS(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[
 }
 
 // jsLookup finds the result of a JavaScript canary: under its own key, or
-// under any key ending in its title after a separator (karma's parser can
-// file a test under a sibling block's name). A result found under several
+// (title not "": karma) under any key ending in its title after a
+// separator (karma's parser can file a test under a sibling block's name). A result found under several
 // keys counts as its best when best is set, else as its worst.
 func jsLookup(sm swebench.StatusMap, key, title string, best bool) (swebench.Status, bool) {
 	var got swebench.Status

@@ -85,13 +85,22 @@ func checkJSInjected(t *testing.T, id, orig string, c *Canaries, node string) {
 	}
 	// Removing the copies gives the original back.
 	lines := g.lines
+	old := map[string]bool{}
+	for _, b := range f.blocks {
+		old[b.title] = true
+	}
+	copies := 0
 	for k := len(g.blocks) - 1; k >= 0; k-- {
 		b := g.blocks[k]
-		if b.title == c.titles[0] || b.title == c.titles[1] {
+		if !old[b.title] {
+			copies++
+			if !strings.HasSuffix(c.MustFail, b.title) && !strings.HasSuffix(c.MustPass, b.title) {
+				t.Errorf("%s: copy %q is neither canary", id, b.title)
+			}
 			lines = append(append([]string{}, lines[:b.start-1]...), lines[b.end+1:]...)
 		}
 	}
-	if strings.Join(lines, "\n") != orig {
+	if copies != 2 || strings.Join(lines, "\n") != orig {
 		t.Errorf("%s: the injected file is not the original plus two tests", id)
 	}
 	if node == "" || !strings.HasSuffix(c.File, ".js") {

@@ -436,7 +436,13 @@ func planPHP(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[str
 			return false
 		}
 		mustFail, ok1 := phpStyledName(rng, f, filter, exists)
-		mustPass, ok2 := phpStyledName(rng, f, filter, func(n string) bool { return strings.EqualFold(n, mustFail) || exists(n) })
+		// Neither title may begin the other: the verdict finds a key by
+		// its title followed by a non-word character or the end.
+		prefixed := func(n string) bool {
+			a, b := strings.ToLower(phpPretty(n)), strings.ToLower(phpPretty(mustFail))
+			return strings.HasPrefix(a, b) || strings.HasPrefix(b, a)
+		}
+		mustPass, ok2 := phpStyledName(rng, f, filter, func(n string) bool { return prefixed(n) || exists(n) })
 		if !ok1 || !ok2 {
 			continue
 		}
