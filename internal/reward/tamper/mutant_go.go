@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
@@ -461,7 +462,7 @@ func goMaySkip(fd *ast.FuncDecl) bool {
 	return skip
 }
 
-var goFixedPort = regexp.MustCompile(`"[^"\s]*:[1-9][0-9]{1,4}["/]`)
+var goFixedPort = lazyre.New(`"[^"\s]*:[1-9][0-9]{1,4}["/]`)
 
 // goEdit replaces bytes [start, end) of the file.
 type goEdit struct {
