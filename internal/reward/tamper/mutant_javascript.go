@@ -194,6 +194,9 @@ func (c jsCommand) key(file string, chain []string) string {
 // the quote and the title, and the callback.
 var jsOpener = lazyre.New(`^([ \t]*)(describe|context|it|test)\((?:'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"), (?:async )?(?:\(\) =>|function ?\(\)) \{$`)
 
+// jsFocus matches jasmine's focused tests and blocks.
+var jsFocus = lazyre.New(`(^|[^\w.$])(fit|fdescribe)\(`)
+
 // jsBlock is one describe or test call of a file.
 type jsBlock struct {
 	start, end int // the opener line and the closing `});` line
@@ -541,6 +544,13 @@ func planJS(t *task.Task, cmd string, src Source, rng *rand.Rand, taken map[stri
 	}
 	if len(files) == 0 {
 		return nil, "no test file of the test patch the command runs could be read"
+	}
+	for _, file := range order {
+		// A focused test (.only, fit, fdescribe) runs alone: copies
+		// outside it would be missing from an honest log.
+		if t := files[file].text; strings.Contains(t, ".only(") || jsFocus.MatchString(t) {
+			return nil, "a test file of the test patch focuses tests (.only)"
+		}
 	}
 	var tests []jsTest
 	for i, name := range append(append([]string{}, t.FailToPass...), t.PassToPass...) {

@@ -417,6 +417,12 @@ func TestJSCanariesPlan(t *testing.T) {
 			EvalScript: "#!/bin/bash\n: '>>>>> Start Test Output'\n" + tc.cmd + "\n: '>>>>> End Test Output'\n",
 			TestPatch:  newFileDiffForTest(file, jsSample), FailToPass: []string{tc.f2p}}
 		src := func(f string) (string, bool) { return jsSample, f == file }
+		focused := func(f string) (string, bool) {
+			return strings.Replace(jsSample, "it('negates'", "it.only('negates'", 1), f == file
+		}
+		if c := PlanCanariesSeeded(tk, focused, 1, 2); c.Available() {
+			t.Fatalf("%s: canaries planned in a file with it.only", tc.parser)
+		}
 		for seed := range uint64(20) {
 			c := PlanCanariesSeeded(tk, src, seed, 9)
 			if !c.Available() {

@@ -19,9 +19,9 @@ import (
 // by its layout, as PSR-12 lays it out: a test is a line `public function
 // testName()` (no parameters, so no data provider; an optional `: void`)
 // followed by `{` and closed by the first line as indented as it, `}`. A
-// method whose doc comment or attributes name a dependency, a data
-// provider or a testdox title, or whose body skips itself, expects an
-// exception, or asks for its own name, is not copied. The must-fail copy
+// method with annotations or attributes above it (a copy is the method
+// alone), or whose body skips itself, expects an exception, or asks for
+// its own name, is not copied. The must-fail copy
 // changes the literal expected value (first argument) of a
 // $this->/self::/static:: assertSame or assertEquals statement directly in
 // the body, with nothing before it that can end the test early and only
@@ -175,6 +175,11 @@ func (f *phpFile) copyable(k int) bool {
 			break
 		}
 		from--
+	}
+	// A copy is the method alone: annotations and attributes above it
+	// (@requires, @backupGlobals, #[...]) would not carry over.
+	if above := strings.Join(f.lines[from:b.start], "\n"); strings.Contains(above, "@") || strings.Contains(above, "#[") {
+		return false
 	}
 	text := strings.Join(f.lines[from:b.end+1], "\n")
 	for _, w := range phpBound {

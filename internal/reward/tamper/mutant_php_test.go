@@ -140,6 +140,14 @@ class SumTest extends TestCase
         $this->assertTrue(is_int($got));
     }
 
+    /**
+     * @group slow
+     */
+    public function testGrouped()
+    {
+        $this->assertSame(3, Sum::add(1, 2));
+    }
+
     public function testNamesTheSum(): void
     {
         self::assertEquals('three', Sum::name(
@@ -192,12 +200,12 @@ class SumStub
 
 func TestPHPMutation(t *testing.T) {
 	f := parsePHPFile(phpSample)
-	if f.class != "SumTest" || len(f.tests) != 7 {
+	if f.class != "SumTest" || len(f.tests) != 8 {
 		t.Fatalf("class %q, %d tests", f.class, len(f.tests))
 	}
 	want := map[string]string{
 		"testAddsTwoNumbers": "$this->assertSame(2, $got);", "testNamesTheSum": "self::assertEquals('three",
-		"testCleansUp": "", "testReturnsEarly": "", "testWithData": "", "testExpectsException": "", "testInterpolates": "",
+		"testCleansUp": "", "testGrouped": "", "testReturnsEarly": "", "testWithData": "", "testExpectsException": "", "testInterpolates": "",
 	}
 	for k, b := range f.tests {
 		m, ok := f.phpMutation(rand.New(rand.NewPCG(1, 2)), k)
