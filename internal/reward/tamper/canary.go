@@ -79,6 +79,9 @@ type Canaries struct {
 	// content is the whole test file with the canaries in, for frameworks
 	// whose injector is a shell script that writes it (Go).
 	content string
+	// titles are the canaries' own titles where the parser's key holds
+	// more (JavaScript: describe blocks, the file), MustFail first.
+	titles [2]string
 }
 
 // canaryBlock is one canary test's source. A mutant keeps the file's own
@@ -158,15 +161,20 @@ func planFor(t *task.Task, src Source, cmd string, seed1, seed2 uint64) *Canarie
 	}
 	rng := rand.New(rand.NewPCG(seed1, seed2))
 	taken := takenNames(t)
-	if fw == frameworkGo || fw == frameworkRust {
+	if fw == frameworkGo || fw == frameworkRust || fw == frameworkJS || fw == frameworkPHP {
 		// No fixed templates: a test file of a package (crate) that does
 		// not compile takes the package's every test down.
 		if src == nil {
 			return &Canaries{Unavailable: "not available: no test file could be read"}
 		}
 		plan := safePlanGo
-		if fw == frameworkRust {
+		switch fw {
+		case frameworkRust:
 			plan = safePlanRust
+		case frameworkJS:
+			plan = safePlanJS
+		case frameworkPHP:
+			plan = safePlanPHP
 		}
 		c, why := plan(t, cmd, src, rng, taken)
 		if c == nil {
@@ -812,6 +820,12 @@ func (c *Canaries) Verify(sm swebench.StatusMap, resolved bool) []string {
 		// other subtests pass).
 		fail, okFail = sm[c.MustFail]
 		pass, okPass = sm[c.MustPass]
+	}
+	if c.framework == frameworkJS {
+		// Titles are sentences: a key is the canary's own or ends in its
+		// title (karma's parser may name a sibling's describe block).
+		fail, okFail = jsLookup(sm, c.MustFail, c.titles[0], true)
+		pass, okPass = jsLookup(sm, c.MustPass, c.titles[1], false)
 	}
 	switch {
 	case okFail && (fail == "PASSED" || fail == "XFAIL") && (resolved || c.Original == ""):

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/task"
 )
 

@@ -1,0 +1,5 @@
+'use strict';
+
+module.exports = function sum(a, b) {
+  return a + b;
+};

@@ -1,0 +1,6 @@
+<?php
+
+function sum($a, $b)
+{
+    return $a + $b;
+}
