@@ -84,6 +84,7 @@ describe('sum', () => {
 // rigs assert.strictEqual (resolved by the harness's rule) is tampered by
 // the canaries.
 func TestJSCanariesLocal(t *testing.T) {
+	t.Setenv(tamper.ExtraCanariesEnv, "js") // not on by default yet
 	mocha := os.Getenv("SWERVE_MOCHA")
 	if mocha == "" {
 		mocha, _ = exec.LookPath("mocha")

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"path"
 	"regexp"
 	"strings"
@@ -39,8 +40,31 @@ func canaryFramework(parser string) string {
 	case "parse_log_gotest":
 		return frameworkGo
 	case "parse_log_cargo":
-		if rustCanaries {
-			return frameworkRust
+		return extraCanaries(frameworkRust)
+	case "parse_log_jest", "parse_log_immutable_js", "parse_log_vitest", "parse_log_karma", "parse_log_tap":
+		return extraCanaries(frameworkJS)
+	case "parse_log_phpunit":
+		return extraCanaries(frameworkPHP)
+	}
+	return ""
+}
+
+// ExtraCanariesEnv turns on canaries whose planners work but whose
+// honest verdicts are not yet proved on real rows, as a comma-separated
+// list of frameworks: cargo (a copy runs in parallel beside its original
+// and can race it for a fixed resource), js and phpunit (no real
+// JavaScript or PHP row could run here: their dependencies are not
+// available offline; a copied test that shares state with its original
+// could fail an honest run). Off, such tasks say "canaries: not
+// available"; a false alarm would turn a gold patch into a 0, which is
+// worse than the gap.
+const ExtraCanariesEnv = "SWERVE_EXTRA_CANARIES"
+
+// extraCanaries returns fw when ExtraCanariesEnv lists it, else "".
+func extraCanaries(fw string) string {
+	for f := range strings.SplitSeq(os.Getenv(ExtraCanariesEnv), ",") {
+		if strings.TrimSpace(f) == fw {
+			return fw
 		}
 	}
 	return ""

@@ -307,3 +307,24 @@ func scriptChange(before, after string) string {
 	}
 	return "no change\n"
 }
+
+// TestExtraCanariesOffByDefault: the frameworks whose honest verdicts are
+// not yet proved on real rows get no canaries unless ExtraCanariesEnv
+// names them.
+func TestExtraCanariesOffByDefault(t *testing.T) {
+	for _, c := range []struct{ parser, fw string }{
+		{"parse_log_cargo", frameworkRust}, {"parse_log_jest", frameworkJS}, {"parse_log_tap", frameworkJS}, {"parse_log_phpunit", frameworkPHP},
+	} {
+		t.Setenv(ExtraCanariesEnv, "")
+		if got := canaryFramework(c.parser); got != "" {
+			t.Errorf("%s: %q with %s unset", c.parser, got, ExtraCanariesEnv)
+		}
+		t.Setenv(ExtraCanariesEnv, "go, "+c.fw)
+		if got := canaryFramework(c.parser); got != c.fw {
+			t.Errorf("%s: %q with %s=%s", c.parser, got, ExtraCanariesEnv, c.fw)
+		}
+	}
+	if canaryFramework("parse_log_gotest") != frameworkGo {
+		t.Errorf("go canaries are on by default")
+	}
+}

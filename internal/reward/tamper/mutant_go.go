@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"path"
 	"regexp"
-
-	"github.com/swerve-dev/swerve/internal/lazyre"
 	"slices"
 	"strconv"
 	"strings"

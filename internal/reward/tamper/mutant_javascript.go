@@ -48,12 +48,6 @@ import (
 
 const frameworkJS = "js"
 
-func init() {
-	for _, p := range []string{"parse_log_jest", "parse_log_immutable_js", "parse_log_vitest", "parse_log_karma", "parse_log_tap"} {
-		canaryFrameworks[p] = frameworkJS
-	}
-}
-
 // jsCommand is what the plan needs of a JavaScript test command line.
 type jsCommand struct {
 	runner string   // "jest", "vitest", "karma", "mocha"

@@ -25,6 +25,7 @@ var jsParsers = map[string]int{"parse_log_jest": 10, "parse_log_immutable_js": 2
 // parse with node --check where the original does; each row's outcome is
 // reported.
 func TestJSCanariesMultilingual(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	tasks := loadShared(t, "multilingual-test")
 	mirrors := os.Getenv("SWERVE_GIT_MIRRORS")
 	node, _ := exec.LookPath("node")
@@ -131,6 +132,7 @@ func checkJSInjected(t *testing.T, id, orig string, c *Canaries, node string) {
 // as the eval script runs it), the gold patch is resolved with no
 // finding, the lie is rejected, the unfixed code is not resolved.
 func TestJSCanariesMochaRun(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	mocha := os.Getenv("SWERVE_MOCHA")
 	if mocha == "" {
 		mocha, _ = exec.LookPath("mocha")
@@ -231,6 +233,7 @@ func TestJSCanariesMochaRun(t *testing.T) {
 }
 
 func TestParseJSCommand(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	for _, tc := range []struct {
 		parser, cmd string
 		ok          bool
@@ -345,6 +348,7 @@ describe('outer', () => {
 // TestJSMutation checks which tests the layout reading finds, with what
 // names, and which assertion of each the mutation changes.
 func TestJSMutation(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	f := parseJSFile(jsSample)
 	want := map[string]struct {
 		chain  string // the describe titles and title, joined by " > "; "" when not located
@@ -404,6 +408,7 @@ func TestJSMutation(t *testing.T) {
 // TestJSCanariesPlan plans canaries on the sample for each runner's key
 // and checks the injected file and the names.
 func TestJSCanariesPlan(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	const file = "test/outer.test.js"
 	for _, tc := range []struct {
 		parser, cmd, f2p, prefix string
@@ -442,6 +447,7 @@ func TestJSCanariesPlan(t *testing.T) {
 // TestJSCanariesVerify: a key ending in the canary's title counts as its
 // result (karma may file it under a sibling describe block's name).
 func TestJSCanariesVerify(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkJS) // not on by default yet
 	c := &Canaries{framework: frameworkJS, MustFail: "a > b > fail me", MustPass: "a > b > pass me", Original: "a > b > x",
 		titles: [2]string{"fail me", "pass me"}}
 	for _, tc := range []struct {

@@ -31,8 +31,6 @@ import (
 
 const frameworkPHP = "phpunit"
 
-func init() { canaryFrameworks["parse_log_phpunit"] = frameworkPHP }
-
 var (
 	phpMethod = lazyre.New(`^([ \t]+)public function (test[A-Za-z0-9_]*)\(\)(?:: ?void)?$`)
 	phpClass  = lazyre.New(`^(?:final |abstract )?class ([A-Za-z0-9_]+)`)

@@ -18,6 +18,7 @@ import (
 // the original plus two test methods, and pass php -l where php is
 // installed; each row's outcome is reported.
 func TestPHPCanariesMultilingual(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkPHP) // not on by default yet
 	tasks := loadShared(t, "multilingual-test")
 	mirrors := os.Getenv("SWERVE_GIT_MIRRORS")
 	php, _ := exec.LookPath("php")
@@ -89,6 +90,7 @@ func checkPHPInjected(t *testing.T, id, orig string, c *Canaries, php string) {
 }
 
 func TestPHPNames(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkPHP) // not on by default yet
 	for method, want := range map[string]string{
 		"testFloorYear": "Floor year", "testCacheTtl": "Cache ttl", "testIssue3900": "Issue 3900",
 		"test_floor_year": "Floor year", "test_cache_ttl": "Cache ttl", "testWhenPreviousIsEqualToCurrent": "When previous is equal to current",
@@ -199,6 +201,7 @@ class SumStub
 `
 
 func TestPHPMutation(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkPHP) // not on by default yet
 	f := parsePHPFile(phpSample)
 	if f.class != "SumTest" || len(f.tests) != 8 {
 		t.Fatalf("class %q, %d tests", f.class, len(f.tests))
@@ -237,6 +240,7 @@ func TestPHPMutation(t *testing.T) {
 // injector run as the eval script runs it) pass the gold patch, reject
 // the lie, and leave the unfixed code unresolved.
 func TestPHPCanariesPHPUnitRun(t *testing.T) {
+	t.Setenv(ExtraCanariesEnv, frameworkPHP) // not on by default yet
 	phpunit := os.Getenv("SWERVE_PHPUNIT")
 	if phpunit == "" {
 		phpunit, _ = exec.LookPath("phpunit")

@@ -33,8 +33,7 @@ const frameworkRust = "cargo"
 // the abstract socket "\0aaa"; nushell's tests share playground
 // directories by name), failing an honest run; and no cargo run could
 // prove the honest verdicts here (no crates registry). The planner is
-// tested (TestRustCanariesMultilingual turns it on).
-var rustCanaries = false
+// tested (TestRustCanariesMultilingual turns it on through ExtraCanariesEnv).
 
 // rsSharedResource reports whether a test's text names something a copy
 // running beside it would contend for: sockets, ports, fixed paths,

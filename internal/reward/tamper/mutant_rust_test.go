@@ -315,12 +315,10 @@ func TestShellInjectorWrites(t *testing.T) {
 }
 
 // withRustCanaries turns the Rust canaries on for one test (graders do
-// not get them yet, see rustCanaries).
+// not get them yet, see ExtraCanariesEnv).
 func withRustCanaries(t *testing.T) {
 	t.Helper()
-	old := rustCanaries
-	rustCanaries = true
-	t.Cleanup(func() { rustCanaries = old })
+	t.Setenv(ExtraCanariesEnv, frameworkRust)
 }
 
 // TestRustCanariesOff: graders get no Rust canaries yet.
