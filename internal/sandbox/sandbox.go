@@ -375,8 +375,10 @@ type AttachRequest struct {
 
 // Collector is implemented by backends whose boxes can outlive the swerve
 // that opened them (a kill -9, a lost node): swerve gc lists them by the
-// labels every box carries and removes them. Backends other than docker
-// and local need only implement it to take part in gc.
+// labels every box carries (or, for host directories, the owner file in
+// them) and removes them. Every backend swerve ships implements it; gc
+// runs it on each registered backend whose probe answers, so a new
+// backend need only implement it to take part.
 type Collector interface {
 	// Leftovers lists the backend's boxes whose owning swerve process is
 	// gone (all: every box of swerve's), of run opts.RunID when set.
@@ -400,4 +402,28 @@ type Leftover struct {
 	Image string
 	RunID string
 	Task  string
+}
+
+// ImageStore is implemented by backends whose engine keeps images by
+// repository, tag and label (docker): swerve gc finds there the images
+// swerve built for its own use (the history-stripped copies of task
+// images, see reward/history) and removes the stale ones.
+type ImageStore interface {
+	// ImageID returns the content id of ref; ok is false when the engine
+	// has no such image.
+	ImageID(ctx context.Context, ref string) (id string, ok bool, err error)
+	// ListImages lists the tags in repository repo of the images that
+	// carry label (a key): one entry a tag.
+	ListImages(ctx context.Context, repo, label string) ([]TaggedImage, error)
+	// RemoveImage removes the tag ref (the image with its last tag); one
+	// already gone is not an error, one a box still uses is not removed.
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// TaggedImage is one tag of an image ImageStore.ListImages found.
+type TaggedImage struct {
+	Ref    string // repository:tag
+	ID     string // the image's content id
+	Labels map[string]string
+	Size   int64 // bytes
 }

@@ -77,21 +77,7 @@ func targets(t *testing.T) []target {
 			return ids
 		}
 	}
-	dockerT := target{name: docker.Name, spec: imageSpec, boxes: func(t *testing.T, runID string) []string {
-		b, err := docker.New(context.Background(), docker.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left, err := b.Leftovers(context.Background(), docker.LeftoverOptions{All: true, RunID: runID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, l := range left {
-			ids = append(ids, l.ID)
-		}
-		return ids
-	}}
+	dockerT := target{name: docker.Name, spec: imageSpec, boxes: collected(docker.Name)}
 	switch name := os.Getenv("SWERVE_POOL_BACKEND"); name {
 	case "":
 	case local.Name:
