@@ -2,18 +2,37 @@
 // opens a Sandbox from a Spec, and a Sandbox runs commands and moves files.
 //
 // Backends live in sub-packages (sandbox/docker, sandbox/local, ...) and
-// register themselves by name in init(); Open picks one by name. Every
-// backend passes the conformance suite in sandbox/sandboxtest.
+// register themselves by name in init(); New creates one by name, and
+// sandbox/all links every backend swerve ships. Every backend passes the
+// conformance suite in sandbox/sandboxtest.
 //
 // # Using a sandbox
 //
-//	b, err := sandbox.Get("docker")
-//	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest"})
+//	b, err := sandbox.New(ctx, "docker", sandbox.Options{RunID: "my-run"})
+//	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest", Task: "django__django-16901"})
 //	defer box.Close(context.WithoutCancel(ctx))
 //	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("git status"), Timeout: time.Minute})
 //
-// Optional abilities (an interactive terminal, ...) are small extra
-// interfaces found with a type assertion, e.g. Interactive.
+// (Example in example_test.go is this, compiled.)
+//
+// # Optional abilities
+//
+// What not every backend or box can do is a small extra interface, found
+// with a type assertion:
+//
+//   - of a Sandbox: Shell (a persistent bash), Tooler (the native editor
+//     and search tools), Interactive (a person's terminal), Scratch (a
+//     private directory where absolute paths are shared), ImageIdentity
+//     (the image's content id);
+//   - of a Backend: Collector (swerve gc lists and removes the boxes of
+//     killed runs; every shipped backend has it), ImagePreparer (fetch an
+//     image ahead of its box, --prepull_images), ImageStore (the images
+//     swerve built on the engine, which gc prunes).
+//
+// Each backend labels its own boxes, in its own form (container and pod
+// labels, instance metadata, an owner file): the run (Options.RunID), the
+// owner process and, where it keeps one, the task from Spec.Task; callers
+// never set a backend's labels themselves.
 package sandbox
 
 import (
@@ -402,6 +421,16 @@ type Leftover struct {
 	Image string
 	RunID string
 	Task  string
+}
+
+// ImagePreparer is implemented by backends that can make a task's image
+// ready ahead of its box (docker: pull it), so that many boxes' images are
+// fetched up front and a box's open time is its own: swerve run's
+// --prepull_images.
+type ImagePreparer interface {
+	// PrepareImage makes image present by the pull policy (PullMissing,
+	// PullAlways, PullNever), writing human-readable progress to progress.
+	PrepareImage(ctx context.Context, image, pull string, progress io.Writer) error
 }
 
 // ImageStore is implemented by backends whose engine keeps images by

@@ -91,8 +91,9 @@ type Backend struct {
 }
 
 var (
-	_ sandbox.Backend    = (*Backend)(nil)
-	_ sandbox.ImageStore = (*Backend)(nil)
+	_ sandbox.Backend       = (*Backend)(nil)
+	_ sandbox.ImageStore    = (*Backend)(nil)
+	_ sandbox.ImagePreparer = (*Backend)(nil)
 )
 
 // hostFromEnv returns the engine address: DOCKER_HOST, else CONTAINER_HOST.
