@@ -117,7 +117,7 @@ func TestOpenSetsLabelsLimitsNetwork(t *testing.T) {
 	ctx := context.Background()
 	box, err := b.Open(ctx, sandbox.Spec{
 		Image:  testutil.TestImage(),
-		Labels: map[string]string{LabelTask: "demo__task-1"},
+		Task:   "demo__task-1",
 		Limits: sandbox.Limits{CPUs: 1.5, MemoryMiB: 256, PIDs: 64},
 	})
 	if err != nil {
