@@ -298,6 +298,8 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		}
 	}
 	out := &Outcome{InstanceID: t.InstanceID, Grader: g}
+	// What every grader's Run takes; each adds its own settings.
+	base := reward.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir}
 	var a reward.Attempt
 	// count is the run's test results as the grader read them; nil when
 	// the grader reads none.
@@ -324,7 +326,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 				out.CanaryKind = can.Kind()
 			}
 		}
-		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase})
+		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{RunOptions: base, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -347,7 +349,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Tampered = append(out.Tampered, f)
 		}
 	case task.GraderSWEFactory:
-		ro := swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase}
+		ro := swefactory.RunOptions{RunOptions: base, SinglePhase: opts.SinglePhase}
 		var can *tamper.Canaries
 		if opts.Tamper != tamper.ModeIgnore {
 			if can, ro.Canary, err = factoryCanaries(ctx, box, t, opts.Workdir); err != nil {
@@ -380,7 +382,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.Phases = a.Phases
 		out.Tampered = append(out.Tampered, a.Tampered...)
 	case task.GraderR2E:
-		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
+		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{RunOptions: base, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -390,7 +392,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderSWESmith:
-		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
+		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{RunOptions: base, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -400,7 +402,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderHarbor:
-		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
+		rr, err := harbor.Run(ctx, box, t, harbor.RunOptions{RunOptions: base, Solution: opts.Gold, VerifierDir: opts.VerifierDir,
 			Canaries: opts.Tamper != tamper.ModeIgnore})
 		if err != nil {
 			return nil, err
