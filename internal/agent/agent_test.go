@@ -12,10 +12,9 @@ import (
 	"time"
 
 	"github.com/swerve-dev/swerve/internal/agent"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/mini"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/openhands"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
+	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/all"
 	"github.com/swerve-dev/swerve/internal/llm"
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
@@ -310,12 +309,12 @@ func TestOracleEveryScaffold(t *testing.T) {
 						t.Errorf("patch differs from the gold patch:\n%s", traj.Patch)
 					}
 					grade, _ := openLocal(t, tk)
-					rr, err := swebench.Run(context.Background(), grade, tk, swebench.RunOptions{Patch: traj.Patch, Workdir: "."})
+					rr, err := swebench.Run(context.Background(), grade, tk, swebench.RunOptions{RunOptions: reward.RunOptions{Patch: traj.Patch, Workdir: "."}})
 					if err != nil {
 						t.Fatal(err)
 					}
-					if !rr.Resolved {
-						t.Errorf("not resolved: %s\n%s", rr.Reason, rr.Log)
+					if !rr.Result.Resolved {
+						t.Errorf("not resolved: %s\n%s", rr.Result.Reason, rr.Log)
 					}
 				})
 			}

@@ -27,6 +27,7 @@ import (
 	"github.com/swerve-dev/swerve/internal/agent"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/llm/llmtest"
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
@@ -462,12 +463,12 @@ func (ep episode) grade(t *testing.T, tk *task.Task, patch string) *grading {
 	g.once.Do(func() {
 		g.log = "grading did not finish"
 		box, _ := ep.backend.open(t, tk)
-		rr, err := swebench.Run(context.Background(), box, tk, swebench.RunOptions{Patch: patch, Workdir: ep.backend.gradeDir})
+		rr, err := swebench.Run(context.Background(), box, tk, swebench.RunOptions{RunOptions: reward.RunOptions{Patch: patch, Workdir: ep.backend.gradeDir}})
 		if err != nil {
 			g.log = err.Error()
 			return
 		}
-		g.resolved, g.log = rr.Resolved, rr.Reason+"\n"+rr.Log
+		g.resolved, g.log = rr.Result.Resolved, rr.Result.Reason+"\n"+rr.Log
 	})
 	return g
 }

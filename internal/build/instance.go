@@ -380,8 +380,7 @@ func (r *runner) attempt(ctx context.Context, t *task.Task, n int, itDir, docker
 	lg.printf("attempt %d: built in %.1fs; checking", n, res.build.Seconds())
 
 	var checkLog bytes.Buffer
-	p := &prover{eng: o.Engine, image: tag, t: withScript(t, script), timeout: o.EvalTimeout, log: &checkLog,
-		labels: map[string]string{docker.LabelTask: t.InstanceID}}
+	p := &prover{eng: o.Engine, image: tag, t: withScript(t, script), timeout: o.EvalTimeout, log: &checkLog}
 	cstart := time.Now()
 	f, err := p.prove(ctx)
 	res.check = time.Since(cstart)

@@ -64,13 +64,13 @@ type prover struct {
 	t       *task.Task
 	timeout time.Duration
 	log     io.Writer // every command and its output
-	labels  map[string]string
 }
 
-// open starts a box from the attempt's image.
+// open starts a box from the attempt's image, for the task (which the
+// backend labels it with).
 func (p *prover) open(ctx context.Context) (sandbox.Sandbox, error) {
 	box, err := p.eng.Open(ctx, sandbox.Spec{
-		Image: p.image, Pull: sandbox.PullNever, Network: sandbox.NetworkNone, Labels: p.labels,
+		Image: p.image, Pull: sandbox.PullNever, Network: sandbox.NetworkNone, Task: p.t.InstanceID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open a box from %s: %w", p.image, err)

@@ -252,7 +252,6 @@ func (f *boxFlags) boxSpec(ctx context.Context, t task.Task, stderr io.Writer) (
 		PullProgress: stderr,
 		Limits:       sandbox.Limits{CPUs: f.CPUs, MemoryMiB: f.Memory, PIDs: f.PIDs},
 		Security:     sandbox.Security{CapAdd: f.CapAdd, Unhardened: f.Unhardened},
-		Labels:       map[string]string{docker.LabelTask: t.InstanceID},
 		Task:         t.InstanceID,
 	}
 	if name == "local" {

@@ -5,9 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/mini"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/openhands"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
+	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/all"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )

@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/swerve-dev/swerve/internal/reward/history"
 	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/sandbox/docker"
-	"github.com/swerve-dev/swerve/internal/sandbox/local"
 )
 
 func init() { register(newGCCmd) }
@@ -56,12 +54,10 @@ container still uses.`,
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
 			opts := sandbox.Options{Params: params.values()}
-			items, err := collectGarbage(ctx, opts, all, dryRun, run, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
+			backends := gcBackends(ctx, opts, cmd.ErrOrStderr())
+			items := collectGarbage(ctx, backends, all, dryRun, run, cmd.ErrOrStderr())
 			if run == "" {
-				imgs, err := collectPrepared(ctx, prepared, dryRun)
+				imgs, err := collectPrepared(ctx, backends, prepared, dryRun)
 				if err != nil {
 					return err
 				}
@@ -113,85 +109,30 @@ container still uses.`,
 	return cmd
 }
 
-// collectGarbage finds (and unless dryRun removes) the boxes of swerve
-// processes that are gone; all includes live owners' boxes too. opts holds
-// the backends' settings.
-func collectGarbage(ctx context.Context, opts sandbox.Options, all, dryRun bool, run string, warn io.Writer) ([]gcItem, error) {
-	var items []gcItem
-	if err := docker.Probe(ctx); err != nil {
-		fmt.Fprintf(warn, "swerve gc: skipping containers: %v\n", err)
-	} else {
-		b, err := docker.New(ctx, docker.Config{})
-		if err != nil {
-			return items, err
-		}
-		left, err := b.Leftovers(ctx, docker.LeftoverOptions{All: all, RunID: run})
-		if err != nil {
-			return items, err
-		}
-		for _, l := range left {
-			it := gcItem{Backend: docker.Name, ID: l.ID[:12], Image: l.Image, RunID: l.RunID, Task: l.Task}
-			if !dryRun {
-				if err := b.Remove(ctx, l.ID); err != nil {
-					it.Error = err.Error()
-				} else {
-					it.Removed = true
-				}
-			}
-			items = append(items, it)
-		}
-	}
-	if run == "" {
-		for _, d := range docker.StaleSocketDirs("", all) {
-			it := gcItem{Backend: docker.Name, ID: d}
-			if !dryRun {
-				if err := os.RemoveAll(d); err != nil {
-					it.Error = err.Error()
-				} else {
-					it.Removed = true
-				}
-			}
-			items = append(items, it)
-		}
-	}
-	items = append(items, collectRegistered(ctx, opts, all, dryRun, run, warn)...)
-	left, err := local.Leftovers(ctx, "", all)
-	if err != nil {
-		return items, err
-	}
-	for _, l := range left {
-		if run != "" && l.RunID != run && !l.Unclaimed {
-			continue
-		}
-		it := gcItem{Backend: local.Name, ID: l.Dir, RunID: l.RunID}
-		if !dryRun {
-			if err := l.Remove(); err != nil {
-				it.Error = err.Error()
-			} else {
-				it.Removed = true
-			}
-		}
-		items = append(items, it)
-	}
-	return items, nil
+// gcBackend is a registered backend that answers here.
+type gcBackend struct {
+	name string
+	b    sandbox.Backend
 }
 
-// collectRegistered runs gc on every other registered backend that keeps
-// boxes outside this process (sandbox.Collector) and answers here under
-// opts (probed and created with the same settings).
-func collectRegistered(ctx context.Context, opts sandbox.Options, all, dryRun bool, run string, warn io.Writer) []gcItem {
-	var items []gcItem
+// gcBackends creates every registered backend whose probe passes under
+// opts (the backends' settings the command was given). One that does not
+// answer is not configured here, so nothing of ours can be there; that is
+// said on warn only for the backends auto would try (sandbox.AutoOrder),
+// which users run without configuring them.
+func gcBackends(ctx context.Context, opts sandbox.Options, warn io.Writer) []gcBackend {
+	var out []gcBackend
 	for _, name := range sandbox.Names() {
-		if name == docker.Name || name == local.Name {
-			continue // above, with their extra clean-ups
-		}
 		r, err := sandbox.Lookup(name)
 		if err != nil {
 			continue
 		}
 		if r.Probe != nil {
 			if err := r.Probe(ctx, opts); err != nil {
-				continue // not configured here: nothing of ours can be there
+				if slices.Contains(sandbox.AutoOrder, name) {
+					fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
+				}
+				continue
 			}
 		}
 		b, err := r.New(ctx, opts)
@@ -199,17 +140,30 @@ func collectRegistered(ctx context.Context, opts sandbox.Options, all, dryRun bo
 			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
 			continue
 		}
-		c, ok := b.(sandbox.Collector)
+		out = append(out, gcBackend{name, b})
+	}
+	return out
+}
+
+// collectGarbage finds (and unless dryRun removes) the boxes of swerve
+// processes that are gone, on every backend that keeps boxes outside this
+// process (sandbox.Collector); all includes live owners' boxes too, run
+// keeps that run's. A backend that cannot list its boxes is said on warn
+// and passed over.
+func collectGarbage(ctx context.Context, backends []gcBackend, all, dryRun bool, run string, warn io.Writer) []gcItem {
+	var items []gcItem
+	for _, gb := range backends {
+		c, ok := gb.b.(sandbox.Collector)
 		if !ok {
 			continue
 		}
 		left, err := c.Leftovers(ctx, sandbox.LeftoverOptions{All: all, RunID: run})
 		if err != nil {
-			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", name, err)
+			fmt.Fprintf(warn, "swerve gc: skipping %s: %v\n", gb.name, err)
 			continue
 		}
 		for _, l := range left {
-			it := gcItem{Backend: name, ID: l.ID, Image: l.Image, RunID: l.RunID, Task: l.Task}
+			it := gcItem{Backend: gb.name, ID: l.ID, Image: l.Image, RunID: l.RunID, Task: l.Task}
 			if !dryRun {
 				if err := c.Remove(ctx, l); err != nil {
 					it.Error = err.Error()
@@ -224,16 +178,22 @@ func collectRegistered(ctx context.Context, opts sandbox.Options, all, dryRun bo
 }
 
 // collectPrepared finds (and unless dryRun removes) the prepared copies of
-// task images on the Docker engine (see history.Stale).
-func collectPrepared(ctx context.Context, all, dryRun bool) ([]gcItem, error) {
-	if err := docker.Probe(ctx); err != nil {
-		return nil, nil // said above
+// task images on every backend that keeps images (sandbox.ImageStore; see
+// history.Stale).
+func collectPrepared(ctx context.Context, backends []gcBackend, all, dryRun bool) ([]gcItem, error) {
+	var items []gcItem
+	for _, gb := range backends {
+		s, ok := gb.b.(sandbox.ImageStore)
+		if !ok {
+			continue
+		}
+		its, err := gcPrepared(ctx, history.StoreEngine(s), gb.name, all, dryRun)
+		items = append(items, its...)
+		if err != nil {
+			return items, err
+		}
 	}
-	b, err := docker.New(ctx, docker.Config{})
-	if err != nil {
-		return nil, err
-	}
-	return gcPrepared(ctx, dockerEngine{b}, docker.Name, all, dryRun)
+	return items, nil
 }
 
 // gcPrepared lists and removes e's stale prepared images as gc items.
@@ -260,30 +220,11 @@ func gcPrepared(ctx context.Context, e history.Engine, backend string, all, dryR
 	return items, nil
 }
 
-// dockerEngine is the Docker backend as a history.Engine.
-type dockerEngine struct{ *docker.Backend }
-
-func (d dockerEngine) PreparedImages(ctx context.Context) ([]history.PreparedImage, error) {
-	imgs, err := d.ListImages(ctx, history.DerivedRepo, history.LabelSource)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]history.PreparedImage, len(imgs))
-	for i, im := range imgs {
-		out[i] = history.PreparedImage{Ref: im.Ref, ID: im.ID, Source: im.Labels[history.LabelSource], Size: im.Size}
-	}
-	return out, nil
-}
-
 // cleanupOrphans removes what killed swerve processes left behind, saying
 // what it removed; failures are only reported. opts holds the backends'
 // settings the command was given.
 func cleanupOrphans(ctx context.Context, opts sandbox.Options, w io.Writer) {
-	items, err := collectGarbage(ctx, opts, false, false, "", io.Discard)
-	if err != nil {
-		fmt.Fprintf(w, "swerve: cleaning up earlier runs' boxes: %v\n", err)
-		return
-	}
+	items := collectGarbage(ctx, gcBackends(ctx, opts, io.Discard), false, false, "", io.Discard)
 	for _, it := range items {
 		if it.Removed {
 			fmt.Fprintf(w, "swerve: removed %s box %s left by a killed run\n", it.Backend, it.ID)

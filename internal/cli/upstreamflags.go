@@ -139,12 +139,6 @@ func dropSolved(tasks []task.Task, solved map[string]bool) (kept []task.Task, dr
 	return kept, dropped
 }
 
-// ImagePreparer is implemented by backends that can fetch a task's image
-// ahead of its box (docker).
-type imagePreparer interface {
-	PrepareImage(ctx context.Context, image, pull string, progress io.Writer) error
-}
-
 // prepull fetches the tasks' images before any task starts, workers at a
 // time, as upstream's --prepull_images does. Images that fail are listed;
 // their tasks then fail at opening their box, as without the flag.
@@ -158,7 +152,7 @@ func prepull(ctx context.Context, bf *boxFlags, tasks []task.Task, workers int, 
 	if err != nil {
 		return err
 	}
-	p, ok := b.(imagePreparer)
+	p, ok := b.(sandbox.ImagePreparer)
 	if !ok {
 		fmt.Fprintf(stderr, "swerve: --prepull_images: backend %s has no images to pull\n", name)
 		return nil

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/agent"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/mini"
+	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/all"
 	"github.com/swerve-dev/swerve/internal/episode"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/sandbox"

@@ -14,9 +14,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/agent"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/mini"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/openhands"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
+	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/all"
 	"github.com/swerve-dev/swerve/internal/llm"
 	"github.com/swerve-dev/swerve/internal/run"
 	"github.com/swerve-dev/swerve/internal/sandbox"

@@ -2,18 +2,37 @@
 // opens a Sandbox from a Spec, and a Sandbox runs commands and moves files.
 //
 // Backends live in sub-packages (sandbox/docker, sandbox/local, ...) and
-// register themselves by name in init(); Open picks one by name. Every
-// backend passes the conformance suite in sandbox/sandboxtest.
+// register themselves by name in init(); New creates one by name, and
+// sandbox/all links every backend swerve ships. Every backend passes the
+// conformance suite in sandbox/sandboxtest.
 //
 // # Using a sandbox
 //
-//	b, err := sandbox.Get("docker")
-//	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest"})
+//	b, err := sandbox.New(ctx, "docker", sandbox.Options{RunID: "my-run"})
+//	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest", Task: "django__django-16901"})
 //	defer box.Close(context.WithoutCancel(ctx))
 //	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("git status"), Timeout: time.Minute})
 //
-// Optional abilities (an interactive terminal, ...) are small extra
-// interfaces found with a type assertion, e.g. Interactive.
+// (Example in example_test.go is this, compiled.)
+//
+// # Optional abilities
+//
+// What not every backend or box can do is a small extra interface, found
+// with a type assertion:
+//
+//   - of a Sandbox: Shell (a persistent bash), Tooler (the native editor
+//     and search tools), Interactive (a person's terminal), Scratch (a
+//     private directory where absolute paths are shared), ImageIdentity
+//     (the image's content id);
+//   - of a Backend: Collector (swerve gc lists and removes the boxes of
+//     killed runs; every shipped backend has it), ImagePreparer (fetch an
+//     image ahead of its box, --prepull_images), ImageStore (the images
+//     swerve built on the engine, which gc prunes).
+//
+// Each backend labels its own boxes, in its own form (container and pod
+// labels, instance metadata, an owner file): the run (Options.RunID), the
+// owner process and, where it keeps one, the task from Spec.Task; callers
+// never set a backend's labels themselves.
 package sandbox
 
 import (
@@ -375,8 +394,10 @@ type AttachRequest struct {
 
 // Collector is implemented by backends whose boxes can outlive the swerve
 // that opened them (a kill -9, a lost node): swerve gc lists them by the
-// labels every box carries and removes them. Backends other than docker
-// and local need only implement it to take part in gc.
+// labels every box carries (or, for host directories, the owner file in
+// them) and removes them. Every backend swerve ships implements it; gc
+// runs it on each registered backend whose probe answers, so a new
+// backend need only implement it to take part.
 type Collector interface {
 	// Leftovers lists the backend's boxes whose owning swerve process is
 	// gone (all: every box of swerve's), of run opts.RunID when set.
@@ -400,4 +421,38 @@ type Leftover struct {
 	Image string
 	RunID string
 	Task  string
+}
+
+// ImagePreparer is implemented by backends that can make a task's image
+// ready ahead of its box (docker: pull it), so that many boxes' images are
+// fetched up front and a box's open time is its own: swerve run's
+// --prepull_images.
+type ImagePreparer interface {
+	// PrepareImage makes image present by the pull policy (PullMissing,
+	// PullAlways, PullNever), writing human-readable progress to progress.
+	PrepareImage(ctx context.Context, image, pull string, progress io.Writer) error
+}
+
+// ImageStore is implemented by backends whose engine keeps images by
+// repository, tag and label (docker): swerve gc finds there the images
+// swerve built for its own use (the history-stripped copies of task
+// images, see reward/history) and removes the stale ones.
+type ImageStore interface {
+	// ImageID returns the content id of ref; ok is false when the engine
+	// has no such image.
+	ImageID(ctx context.Context, ref string) (id string, ok bool, err error)
+	// ListImages lists the tags in repository repo of the images that
+	// carry label (a key): one entry a tag.
+	ListImages(ctx context.Context, repo, label string) ([]TaggedImage, error)
+	// RemoveImage removes the tag ref (the image with its last tag); one
+	// already gone is not an error, one a box still uses is not removed.
+	RemoveImage(ctx context.Context, ref string) error
+}
+
+// TaggedImage is one tag of an image ImageStore.ListImages found.
+type TaggedImage struct {
+	Ref    string // repository:tag
+	ID     string // the image's content id
+	Labels map[string]string
+	Size   int64 // bytes
 }

@@ -12,8 +12,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/agent"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/mini"
-	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/r2egym"
+	_ "github.com/swerve-dev/swerve/internal/agent/scaffold/all"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )

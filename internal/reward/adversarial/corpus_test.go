@@ -290,7 +290,7 @@ func grade(t *testing.T, b *docker.Backend, tk *task.Task, c Case) result {
 	r := result{task: key, name: c.Name, expect: c.Expect}
 	open := func(ctx context.Context, tk *task.Task) (sandbox.Sandbox, string, error) {
 		box, err := b.Open(ctx, sandbox.Spec{Image: tk.Image, Pull: sandbox.PullNever, Workdir: "/testbed",
-			Labels: map[string]string{docker.LabelTask: tk.InstanceID}, Limits: sandbox.Limits{MemoryMiB: c.MemoryMiB}})
+			Task: tk.InstanceID, Limits: sandbox.Limits{MemoryMiB: c.MemoryMiB}})
 		return box, "/testbed", err
 	}
 	box, _, err := open(ctx, tk)

@@ -301,6 +301,8 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 	if patch == "" && !(opts.Gold && g == task.GraderHarbor) {
 		reward.Phase(ctx, "no patch: running the tests on the unpatched repository")
 	}
+	// What every grader's Run takes; each adds its own settings.
+	base := reward.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir}
 	var a reward.Attempt
 	// count is the run's test results as the grader read them; nil when
 	// the grader reads none.
@@ -327,7 +329,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 				out.CanaryKind = can.Kind()
 			}
 		}
-		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase})
+		rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{RunOptions: base, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -350,7 +352,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 			out.Tampered = append(out.Tampered, f)
 		}
 	case task.GraderSWEFactory:
-		ro := swefactory.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, SinglePhase: opts.SinglePhase}
+		ro := swefactory.RunOptions{RunOptions: base, SinglePhase: opts.SinglePhase}
 		var can *tamper.Canaries
 		if opts.Tamper != tamper.ModeIgnore {
 			if can, ro.Canary, err = factoryCanaries(ctx, box, t, opts.Workdir); err != nil {
@@ -383,7 +385,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.Phases = a.Phases
 		out.Tampered = append(out.Tampered, a.Tampered...)
 	case task.GraderR2E:
-		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
+		rr, err := r2e.Run(ctx, box, t, r2e.RunOptions{RunOptions: base, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -393,7 +395,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, !a.ApplyFailed && !a.TimedOut, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderSWESmith:
-		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{Patch: patch, EvalTimeout: timeout, Workdir: opts.Workdir, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
+		rr, err := swesmith.Run(ctx, box, t, swesmith.RunOptions{RunOptions: base, Canaries: opts.Tamper != tamper.ModeIgnore, SinglePhase: opts.SinglePhase})
 		if err != nil {
 			return nil, err
 		}
@@ -403,7 +405,7 @@ func Grade(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts Options)
 		out.checkCanaries(rr.Canaries, rr.CanaryStatus, rr.Result.Found, rr.Result.Resolved)
 		out.Phases = a.Phases
 	case task.GraderHarbor:
-		ho := harbor.RunOptions{Patch: patch, Solution: opts.Gold, EvalTimeout: timeout, Workdir: opts.Workdir, VerifierDir: opts.VerifierDir,
+		ho := harbor.RunOptions{RunOptions: base, Solution: opts.Gold, VerifierDir: opts.VerifierDir,
 			Canaries: opts.Tamper != tamper.ModeIgnore}
 		if !opts.Gold {
 			// A skip under a condition of the test's own mark counts only

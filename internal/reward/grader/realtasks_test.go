@@ -82,12 +82,12 @@ func TestSealedRealTasks(t *testing.T) {
 				if gold {
 					patch = tk.Patch
 				}
-				rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{Patch: patch})
+				rr, err := swebench.Run(ctx, box, tk, swebench.RunOptions{RunOptions: reward.RunOptions{Patch: patch}})
 				if err != nil {
 					t.Fatal(err)
 				}
-				if want := map[bool]float64{true: 1, false: 0}[gold]; rr.Reward() != want || rr.Trace == nil || !rr.Trace.Ended {
-					t.Errorf("reward %v (%s), trace %v; want %v", rr.Reward(), rr.Reason, rr.Trace, want)
+				if want := map[bool]float64{true: 1, false: 0}[gold]; rr.Result.Reward() != want || rr.Trace == nil || !rr.Trace.Ended {
+					t.Errorf("reward %v (%s), trace %v; want %v", rr.Result.Reward(), rr.Result.Reason, rr.Trace, want)
 				}
 				if rr.ScriptExit != 0 || nonceLike.MatchString(rr.Log) {
 					t.Errorf("exit %d; log:\n%s", rr.ScriptExit, rr.Log)

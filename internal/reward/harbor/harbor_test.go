@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
 	"github.com/swerve-dev/swerve/internal/task"
@@ -170,14 +171,14 @@ func TestRunLocal(t *testing.T) {
 		reason     string
 		exit       int
 	}{
-		{"patch", "hello", RunOptions{Patch: hello}, 1, RewardText, "resolved", 0},
+		{"patch", "hello", RunOptions{RunOptions: reward.RunOptions{Patch: hello}}, 1, RewardText, "resolved", 0},
 		{"solution", "hello", RunOptions{Solution: true}, 1, RewardText, "resolved", 0},
 		{"nothing done", "hello", RunOptions{}, 0, RewardText, "tests failed: reward 0 from reward.txt", 0},
-		{"patch that does not apply", "hello", RunOptions{Patch: "diff --git a/nope.txt b/nope.txt\n--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-x\n+y\n"}, 0, "", "patch did not apply", -1},
-		{"json partial score", "scored", RunOptions{Patch: "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n"}, 0.25, RewardJSON, "tests failed: reward 0.25 from reward.json", 0},
+		{"patch that does not apply", "hello", RunOptions{RunOptions: reward.RunOptions{Patch: "diff --git a/nope.txt b/nope.txt\n--- a/nope.txt\n+++ b/nope.txt\n@@ -1 +1 @@\n-x\n+y\n"}}, 0, "", "patch did not apply", -1},
+		{"json partial score", "scored", RunOptions{RunOptions: reward.RunOptions{Patch: "diff --git a/a.txt b/a.txt\nnew file mode 100644\n--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1 @@\n+a\n"}}, 0.25, RewardJSON, "tests failed: reward 0.25 from reward.json", 0},
 		{"json solution", "scored", RunOptions{Solution: true}, 1, RewardJSON, "resolved", 0},
 		{"no reward file", "silent", RunOptions{}, 0, "", "no reward file", 3},
-		{"timeout", "slow", RunOptions{EvalTimeout: time.Second}, 0, "", "eval timed out: thinking", -1},
+		{"timeout", "slow", RunOptions{RunOptions: reward.RunOptions{EvalTimeout: time.Second}}, 0, "", "eval timed out: thinking", -1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			box, err := b.Open(context.Background(), sandbox.Spec{})
@@ -189,9 +190,9 @@ func TestRunLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Reward != tt.want || rr.Source != tt.source || rr.ExitCode != tt.exit || !strings.HasPrefix(rr.Reason, tt.reason) {
+			if rr.Result.Reward != tt.want || rr.Result.Source != tt.source || rr.Result.ExitCode != tt.exit || !strings.HasPrefix(rr.Result.Reason, tt.reason) {
 				t.Errorf("got reward %v from %q (exit %d), reason %q; want %v from %q (exit %d), %q\nlog:\n%s",
-					rr.Reward, rr.Source, rr.ExitCode, rr.Reason, tt.want, tt.source, tt.exit, tt.reason, rr.Log)
+					rr.Result.Reward, rr.Result.Source, rr.Result.ExitCode, rr.Result.Reason, tt.want, tt.source, tt.exit, tt.reason, rr.Log)
 			}
 			if tt.name == "timeout" && !rr.TimedOut {
 				t.Error("not marked timed out")
@@ -209,8 +210,8 @@ func TestRunLocal(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rr.Reward != 1 {
-			t.Errorf("reward %v: %s\n%s", rr.Reward, rr.Reason, rr.Log)
+		if rr.Result.Reward != 1 {
+			t.Errorf("reward %v: %s\n%s", rr.Result.Reward, rr.Result.Reason, rr.Log)
 		}
 		if got, err := box.ReadFile(context.Background(), filepath.Join(dir, RewardText)); err != nil || string(got) != "1\n" {
 			t.Errorf("reward.txt in the given directory: %q, %v", got, err)
@@ -258,12 +259,12 @@ exit 4
 					t.Fatal(err)
 				}
 			}
-			rr, err := Run(context.Background(), box, tk, RunOptions{Patch: tt.patch})
+			rr, err := Run(context.Background(), box, tk, RunOptions{RunOptions: reward.RunOptions{Patch: tt.patch}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Reward != tt.want || !strings.HasPrefix(rr.Reason, tt.reason) || rr.ExitCode != 4 || rr.Trace == nil {
-				t.Errorf("reward %v (%s), exit %d; want %v %q, exit 4\nlog:\n%s", rr.Reward, rr.Reason, rr.ExitCode, tt.want, tt.reason, rr.Log)
+			if rr.Result.Reward != tt.want || !strings.HasPrefix(rr.Result.Reason, tt.reason) || rr.Result.ExitCode != 4 || rr.Trace == nil {
+				t.Errorf("reward %v (%s), exit %d; want %v %q, exit 4\nlog:\n%s", rr.Result.Reward, rr.Result.Reason, rr.Result.ExitCode, tt.want, tt.reason, rr.Log)
 			}
 		})
 	}

@@ -19,20 +19,16 @@ import (
 	"github.com/swerve-dev/swerve/internal/task"
 )
 
-// RunOptions configure Run.
+// RunOptions configure Run. Patch is applied in Workdir before the tests;
+// a zero EvalTimeout means the task's [verifier] timeout_sec, else
+// reward.DefaultEvalTimeout; an empty Workdir means the box's own working
+// directory (the image's WORKDIR), where the scripts start too.
 type RunOptions struct {
-	// Patch is applied in Workdir before the tests; empty means none.
-	Patch string
+	reward.RunOptions
 	// Solution runs the task's solution/solve.sh (copied to /solution)
 	// before the tests, as Harbor's oracle agent does: the task's own
 	// reference answer.
 	Solution bool
-	// EvalTimeout bounds test.sh; zero means the task's [verifier]
-	// timeout_sec, else reward.DefaultEvalTimeout.
-	EvalTimeout time.Duration
-	// Workdir is where the patch is applied and the scripts start; empty
-	// means the box's own working directory (the image's WORKDIR).
-	Workdir string
 	// VerifierDir is where test.sh leaves its reward; empty means
 	// /logs/verifier, or <scratch>/logs/verifier on boxes whose absolute
 	// paths are the host's (sandbox.Scratch).
@@ -51,8 +47,7 @@ type RunOptions struct {
 
 // RunResult is a graded run.
 type RunResult struct {
-	*Result
-	reward.Attempt
+	reward.RunResult[Result]
 	// Canaries is "checked" when the canary run ran, else why not (""
 	// when not asked for); CanaryKind says what they were.
 	Canaries, CanaryKind string
@@ -91,6 +86,8 @@ func Check(t *task.Task) error {
 	return nil
 }
 
+var _ reward.RunFunc[RunOptions, *RunResult] = Run
+
 // Run grades the box's current state the way Harbor's verifier does, after
 // applying Patch (or running the task's solution). A patch that does not
 // apply, a verifier that times out or leaves no readable reward give reward
@@ -105,7 +102,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if timeout <= 0 {
 		timeout = VerifierTimeout(t)
 	}
-	rr := &RunResult{Result: &Result{InstanceID: t.InstanceID, ExitCode: -1}}
+	rr := &RunResult{RunResult: reward.RunResult[Result]{Result: &Result{InstanceID: t.InstanceID, ExitCode: -1}}}
 	var log strings.Builder
 	if opts.Patch != "" {
 		patchFile, _ := reward.Paths(box)
@@ -120,7 +117,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.ApplyLog = applyLog
 		if !applied {
 			rr.ApplyFailed, rr.Log, rr.Duration = true, applyLog, time.Since(start)
-			rr.Reason = "patch did not apply: " + reward.LastLine(applyLog)
+			rr.Result.Reason = "patch did not apply: " + reward.LastLine(applyLog)
 			return rr, nil
 		}
 		if rr.Tree, err = reward.AppliedTree(ctx, box, opts.Workdir, before); err != nil {
@@ -183,12 +180,12 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.TimedOut = true
 		log.WriteString(run.Log)
 		rr.Log, rr.Duration = log.String(), time.Since(start)
-		rr.Reason = "eval timed out: " + reward.LastLine(strings.TrimSuffix(run.Log, reward.LastLine(run.Log)))
+		rr.Result.Reason = "eval timed out: " + reward.LastLine(strings.TrimSuffix(run.Log, reward.LastLine(run.Log)))
 		return rr, nil
 	}
 	log.WriteString(run.Log)
 	rr.Log, rr.Duration = log.String(), time.Since(start)
-	rr.ExitCode = run.ExitCode
+	rr.Result.ExitCode = run.ExitCode
 	var f Files
 	for name, dst := range map[string]*[]byte{RewardJSON: &f.JSON, RewardText: &f.Text} {
 		b, err := box.ReadFile(ctx, path.Join(l.verifier, name))
@@ -205,20 +202,20 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	}
 	ReadReward(rr.Result, f)
 	if len(files) == 0 {
-		rr.Evidence = "not checked: " + noEvidence
+		rr.Result.Evidence = "not checked: " + noEvidence
 		return rr, nil
 	}
 	ref := reference{Gold: opts.Solution, Known: opts.GoldKnown, Skips: opts.GoldSkips}
 	ev := checkEvidence(foldedSkips(parsePytest(run.Log), run.Log, files), files, ref)
-	rr.Evidence = fmt.Sprintf("%d of %d tests passed in the test output", ev.Passed, ev.Tests)
-	rr.TestsPassed, rr.ConditionalSkips, rr.EvidenceChecked = ev.Passed, ev.CondSkipped, true
-	if rr.Reward > 0 && !ev.ok() {
-		rr.Reward, rr.Resolved, rr.Reason = 0, false, ev.why()
+	rr.Result.Evidence = fmt.Sprintf("%d of %d tests passed in the test output", ev.Passed, ev.Tests)
+	rr.Result.TestsPassed, rr.Result.ConditionalSkips, rr.Result.EvidenceChecked = ev.Passed, ev.CondSkipped, true
+	if rr.Result.Reward > 0 && !ev.ok() {
+		rr.Result.Reward, rr.Result.Resolved, rr.Result.Reason = 0, false, ev.why()
 	}
 	if !opts.Canaries {
 		return rr, nil
 	}
-	if !rr.Resolved {
+	if !rr.Result.Resolved {
 		rr.Canaries = "not checked: the tests did not pass"
 		return rr, nil
 	}

@@ -131,6 +131,25 @@ type Engine interface {
 	RemoveImage(ctx context.Context, ref string) error
 }
 
+// StoreEngine is the Engine of a backend that keeps images
+// (sandbox.ImageStore): its prepared copies are the tags of DerivedRepo
+// that carry LabelSource.
+func StoreEngine(s sandbox.ImageStore) Engine { return storeEngine{s} }
+
+type storeEngine struct{ sandbox.ImageStore }
+
+func (e storeEngine) PreparedImages(ctx context.Context) ([]PreparedImage, error) {
+	imgs, err := e.ListImages(ctx, DerivedRepo, LabelSource)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]PreparedImage, len(imgs))
+	for i, im := range imgs {
+		out[i] = PreparedImage{Ref: im.Ref, ID: im.ID, Source: im.Labels[LabelSource], Size: im.Size}
+	}
+	return out, nil
+}
+
 // PreparedImage is one prepared copy found on an engine.
 type PreparedImage struct {
 	Ref string `json:"ref"`

@@ -112,12 +112,12 @@ func TestHiddenTestsDocker(t *testing.T) {
 	} {
 		t.Run("grade "+tc.name, func(t *testing.T) {
 			box := open(t)
-			rr, err := r2e.Run(ctx, box, tk, r2e.RunOptions{Patch: tc.patch, Canaries: tc.canaries})
+			rr, err := r2e.Run(ctx, box, tk, r2e.RunOptions{RunOptions: reward.RunOptions{Patch: tc.patch}, Canaries: tc.canaries})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Reward != tc.want {
-				t.Errorf("reward %v (%s), want %v\nlog:\n%s", rr.Reward, rr.Reason, tc.want, rr.Log)
+			if rr.Result.Reward != tc.want {
+				t.Errorf("reward %v (%s), want %v\nlog:\n%s", rr.Result.Reward, rr.Result.Reason, tc.want, rr.Log)
 			}
 			if rr.Phases != "phased" {
 				t.Errorf("phases %q, want phased", rr.Phases)
@@ -134,7 +134,7 @@ func TestHiddenTestsDocker(t *testing.T) {
 			if !rr.Canaries.Available() || rr.Canaries.Original == "" {
 				t.Fatalf("canaries %q (%s), want mutants", rr.Canaries.Unavailable, rr.Canaries.Template)
 			}
-			if got := rr.Canaries.Verify(rr.CanaryStatus, rr.Resolved); len(got) > 0 || len(rr.CanaryStatus) != 2 {
+			if got := rr.Canaries.Verify(rr.CanaryStatus, rr.Result.Resolved); len(got) > 0 || len(rr.CanaryStatus) != 2 {
 				t.Errorf("canaries %v: %v, want both behaving\nlog:\n%s", rr.CanaryStatus, got, rr.Log)
 			}
 		})

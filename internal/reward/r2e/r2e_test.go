@@ -250,12 +250,12 @@ func TestRunLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer box.Close(context.Background())
-			rr, err := Run(context.Background(), box, tk, RunOptions{Patch: tt.patch, Workdir: "."})
+			rr, err := Run(context.Background(), box, tk, RunOptions{RunOptions: reward.RunOptions{Patch: tt.patch, Workdir: "."}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Reward != tt.want || !strings.Contains(rr.Reason, tt.reason) {
-				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Reward, rr.Reason, tt.want, tt.reason, rr.Log)
+			if rr.Result.Reward != tt.want || !strings.Contains(rr.Result.Reason, tt.reason) {
+				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Result.Reward, rr.Result.Reason, tt.want, tt.reason, rr.Log)
 			}
 			if tt.patch == forge && !strings.Contains(rr.Log, "PASSED r2e_tests/test_calc.py::test_add") {
 				t.Errorf("the forged summary is not in the log:\n%s", rr.Log)

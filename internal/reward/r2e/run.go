@@ -120,9 +120,7 @@ func keepRunTests(ctx context.Context, box sandbox.Sandbox, dir string) error {
 
 // RunOptions configure Run.
 type RunOptions struct {
-	Patch       string        // empty: run the tests on the unpatched repository
-	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
-	Workdir     string        // empty: /testbed; ".": the box's own directory
+	reward.RunOptions
 	// SinglePhase runs the tests as root, as before user runs (the
 	// hidden tests and canaries are put in place all the same).
 	SinglePhase bool
@@ -133,14 +131,15 @@ type RunOptions struct {
 
 // RunResult is a graded run.
 type RunResult struct {
-	*Result
-	reward.Attempt
+	reward.RunResult[Result]
 	// Canaries are the canaries planned for the run (nil unless asked
 	// for; Unavailable says why there are none), CanaryStatus what the
 	// log says of them. The canaries' results are not part of Result.
 	Canaries     *tamper.Canaries
 	CanaryStatus swebench.StatusMap
 }
+
+var _ reward.RunFunc[RunOptions, *RunResult] = Run
 
 // Run applies the patch in a fresh box, runs the tests (the row's
 // eval_script, else DefaultScript) and grades their output. A patch that
@@ -179,7 +178,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	rr := &RunResult{Attempt: *a}
+	rr := &RunResult{RunResult: reward.RunResult[Result]{Attempt: *a}}
 	if a.ApplyFailed {
 		rr.Result = &Result{InstanceID: t.InstanceID, Parsed: map[string]string{}, Expected: len(t.ExpectedOutput), Reason: "patch did not apply: " + reward.LastLine(a.ApplyLog)}
 		return rr, nil
@@ -386,7 +385,7 @@ func runOnce(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOpt
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	rr := &RunResult{Attempt: *a}
+	rr := &RunResult{RunResult: reward.RunResult[Result]{Attempt: *a}}
 	rr.Phases = "single phase: " + why
 	if opts.Canaries {
 		rr.Canaries = &tamper.Canaries{Unavailable: "not available: " + why}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/sandbox"
@@ -14,18 +13,11 @@ import (
 // DefaultEvalTimeout is --eval_timeout's default.
 const DefaultEvalTimeout = reward.DefaultEvalTimeout
 
-// RunOptions configure Run.
+// RunOptions configure Run. An empty Patch runs the tests on the
+// unpatched repository (the harness's --no-patch mode); EvalTimeout, when
+// reached, kills the eval script's whole process group.
 type RunOptions struct {
-	// Patch is the diff to grade; empty means run the tests on the
-	// unpatched repository (the harness's --no-patch mode).
-	Patch string
-	// EvalTimeout bounds the eval script; the whole process group is
-	// killed when it is reached. Zero means DefaultEvalTimeout.
-	EvalTimeout time.Duration
-	// Workdir is the repository in the box, where the patch is applied and
-	// the eval script starts; empty means /testbed. "." is the box's own
-	// working directory (the local backend's copy).
-	Workdir string
+	reward.RunOptions
 	// SinglePhase runs the eval script as one sealed run, as root, instead
 	// of in phases (reward.RunPhased), which is the default where the
 	// script's shape and the box allow it.
@@ -33,10 +25,9 @@ type RunOptions struct {
 }
 
 // RunResult is a graded run.
-type RunResult struct {
-	*Result
-	reward.Attempt
-}
+type RunResult = reward.RunResult[Result]
+
+var _ reward.RunFunc[RunOptions, *RunResult] = Run
 
 // TestExitCodeVar is the variable the 5.x harness keeps the test command's
 // exit status in.
@@ -94,7 +85,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "patch did not apply: " + reward.LastLine(a.ApplyLog)}
 	case a.TimedOut:
 		rr.Result = &Result{InstanceID: t.InstanceID, PatchExists: true, Reason: "eval timed out: " + reward.LastLine(a.Log)}
-		rr.InfraFailureReason, rr.InfraFailure = ClassifyInfra(a.Log)
+		rr.Result.InfraFailureReason, rr.Result.InfraFailure = ClassifyInfra(a.Log)
 	default:
 		if rr.Result, err = Evaluate(t, a.Log, Options{Trace: a.Trace, ExitCodeRecorded: recorded}); err != nil {
 			return nil, err

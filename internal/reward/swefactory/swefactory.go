@@ -27,7 +27,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/swerve-dev/swerve/internal/lazyre"
 	"github.com/swerve-dev/swerve/internal/reward"
@@ -136,9 +135,7 @@ func Traced(script string) string {
 
 // RunOptions configure Run.
 type RunOptions struct {
-	Patch       string        // empty: run on the unpatched repository
-	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
-	Workdir     string        // empty: /testbed; ".": the box's own directory
+	reward.RunOptions
 	// Canary, when set, is the in-box path of a canary injector
 	// (tamper.Canaries.Injector) already written there: the script runs
 	// it after its echo of the marker and then the test command again
@@ -152,12 +149,13 @@ type RunOptions struct {
 
 // RunResult is a graded run.
 type RunResult struct {
-	*Result
-	reward.Attempt
+	reward.RunResult[Result]
 	// Canaries is the parsed output of the canary run (RunOptions.Canary),
 	// nil when it was not asked for or bash did not trace it.
 	Canaries swebench.StatusMap
 }
+
+var _ reward.RunFunc[RunOptions, *RunResult] = Run
 
 // Run applies the patch in a fresh box, runs the eval script sealed and
 // grades it on what bash traced (EvaluateTrace), then on the evidence in
@@ -190,7 +188,7 @@ func Run(ctx context.Context, box sandbox.Sandbox, t *task.Task, opts RunOptions
 	if err != nil {
 		return nil, fmt.Errorf("task %s: %w", t.InstanceID, err)
 	}
-	rr := &RunResult{Attempt: *a}
+	rr := &RunResult{RunResult: reward.RunResult[Result]{Attempt: *a}}
 	switch {
 	case a.ApplyFailed:
 		rr.Result = &Result{InstanceID: t.InstanceID, ExitCode: -1, Reason: "patch did not apply: " + reward.LastLine(a.ApplyLog)}

@@ -186,9 +186,7 @@ func EvalScript(t *task.Task, dir string, scratch bool) string {
 
 // RunOptions configure Run.
 type RunOptions struct {
-	Patch       string        // empty: run the tests on the unpatched bug
-	EvalTimeout time.Duration // zero: reward.DefaultEvalTimeout
-	Workdir     string        // empty: /testbed; ".": the box's own directory
+	reward.RunOptions
 	// SinglePhase runs the tests as root, as before user runs (the
 	// hidden tests and canaries are put in place all the same).
 	SinglePhase bool
@@ -199,14 +197,15 @@ type RunOptions struct {
 
 // RunResult is a graded run.
 type RunResult struct {
-	*Result
-	reward.Attempt
+	reward.RunResult[Result]
 	// Canaries are the canaries planned for the run (nil unless asked
 	// for; Unavailable says why there are none), CanaryStatus what the
 	// log says of them. The canaries' results are not part of Result.
 	Canaries     *tamper.Canaries
 	CanaryStatus swebench.StatusMap
 }
+
+var _ reward.RunFunc[RunOptions, *RunResult] = Run
 
 // Run grades a patch in a fresh box from the task's image: Prepare, apply
 // the patch with the harness's commands, reset the test files, run

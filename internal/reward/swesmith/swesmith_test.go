@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/swerve-dev/swerve/internal/reward"
 	"github.com/swerve-dev/swerve/internal/reward/swebench"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/local"
@@ -365,12 +366,12 @@ func TestRunLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer box.Close(context.Background())
-			rr, err := Run(context.Background(), box, tk(tt.base), RunOptions{Patch: tt.patch, Workdir: "."})
+			rr, err := Run(context.Background(), box, tk(tt.base), RunOptions{RunOptions: reward.RunOptions{Patch: tt.patch, Workdir: "."}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rr.Reward() != tt.want || !strings.HasPrefix(rr.Reason, tt.reason) {
-				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Reward(), rr.Reason, tt.want, tt.reason, rr.Log)
+			if rr.Result.Reward() != tt.want || !strings.HasPrefix(rr.Result.Reason, tt.reason) {
+				t.Errorf("reward %v, reason %q; want %v, %q\nlog:\n%s", rr.Result.Reward(), rr.Result.Reason, tt.want, tt.reason, rr.Log)
 			}
 		})
 	}
@@ -382,7 +383,7 @@ func TestRunLocal(t *testing.T) {
 		defer box.Close(context.Background())
 		k := tk(missing)
 		k.BugPatch = ""
-		_, err = Run(context.Background(), box, k, RunOptions{Patch: fix, Workdir: "."})
+		_, err = Run(context.Background(), box, k, RunOptions{RunOptions: reward.RunOptions{Patch: fix, Workdir: "."}})
 		if err == nil || !strings.Contains(err.Error(), "base_commit "+missing+": cannot check it out") {
 			t.Errorf("err = %v", err)
 		}

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/swerve-dev/swerve/internal/reward/grader/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/sandbox/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox/sandboxtest"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )

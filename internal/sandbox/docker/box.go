@@ -53,6 +53,9 @@ func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbo
 		network = sandbox.NetworkDefault
 	}
 	labels := maps.Clone(b.labels)
+	if spec.Task != "" {
+		labels[LabelTask] = spec.Task
+	}
 	maps.Copy(labels, spec.Labels)
 
 	hc := &container.HostConfig{

@@ -16,6 +16,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/shim"
 )
 
@@ -208,27 +209,19 @@ func (b *Backend) BuildDockerfile(ctx context.Context, dockerfile, tag string, l
 	return b.Build(ctx, BuildOptions{Dockerfile: dockerfile, Tags: []string{tag}, Labels: labels, NoCache: noCache, Progress: progress})
 }
 
-// TaggedImage is one tag of an image ListImages found.
-type TaggedImage struct {
-	Ref    string
-	ID     string
-	Labels map[string]string
-	Size   int64
-}
-
 // ListImages lists the tags in repository repo of the images that carry
 // label (a key): one entry a tag.
-func (b *Backend) ListImages(ctx context.Context, repo, label string) ([]TaggedImage, error) {
+func (b *Backend) ListImages(ctx context.Context, repo, label string) ([]sandbox.TaggedImage, error) {
 	f := make(client.Filters).Add("reference", repo).Add("label", label)
 	res, err := b.cli.ImageList(ctx, client.ImageListOptions{Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("docker: list images: %w", classify(err))
 	}
-	var out []TaggedImage
+	var out []sandbox.TaggedImage
 	for _, im := range res.Items {
 		for _, tag := range im.RepoTags {
 			if strings.HasPrefix(tag, repo+":") {
-				out = append(out, TaggedImage{Ref: tag, ID: im.ID, Labels: im.Labels, Size: im.Size})
+				out = append(out, sandbox.TaggedImage{Ref: tag, ID: im.ID, Labels: im.Labels, Size: im.Size})
 			}
 		}
 	}
@@ -238,6 +231,8 @@ func (b *Backend) ListImages(ctx context.Context, repo, label string) ([]TaggedI
 // RemoveImage removes the image ref (its tag; the image when that was its
 // only one). An image a container still uses is not removed: the engine's
 // conflict is the error.
+//
+// With ImageID and ListImages it makes the backend a sandbox.ImageStore.
 func (b *Backend) RemoveImage(ctx context.Context, ref string) error {
 	if _, err := b.cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 		return fmt.Errorf("docker: remove image %s: %w", ref, classify(err))

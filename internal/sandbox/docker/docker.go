@@ -90,7 +90,11 @@ type Backend struct {
 	ncpu     int // the engine's CPUs; 0 until known
 }
 
-var _ sandbox.Backend = (*Backend)(nil)
+var (
+	_ sandbox.Backend       = (*Backend)(nil)
+	_ sandbox.ImageStore    = (*Backend)(nil)
+	_ sandbox.ImagePreparer = (*Backend)(nil)
+)
 
 // hostFromEnv returns the engine address: DOCKER_HOST, else CONTAINER_HOST.
 func hostFromEnv() string {

@@ -21,7 +21,7 @@ import (
 // closed nothing of it may remain.
 func leaks(b *Backend) func(context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
-		left, err := b.Leftovers(ctx, LeftoverOptions{All: true, RunID: b.runID})
+		left, err := b.listContainers(ctx, true, b.runID)
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func TestOpenSetsLabelsLimitsNetwork(t *testing.T) {
 	ctx := context.Background()
 	box, err := b.Open(ctx, sandbox.Spec{
 		Image:  testutil.TestImage(),
-		Labels: map[string]string{LabelTask: "demo__task-1"},
+		Task:   "demo__task-1",
 		Limits: sandbox.Limits{CPUs: 1.5, MemoryMiB: 256, PIDs: 64},
 	})
 	if err != nil {
@@ -170,11 +170,11 @@ func TestGCRemovesDeadOwnersContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	left, err := b.Leftovers(ctx, LeftoverOptions{RunID: b.runID})
-	if err != nil || len(left) != 1 || left[0].ID != box.ID() {
+	left, err := b.Leftovers(ctx, sandbox.LeftoverOptions{RunID: b.runID})
+	if err != nil || len(left) != 1 || left[0].ID != short(box.ID()) || left[0].RunID != b.runID {
 		t.Fatalf("Leftovers = %+v, %v; want the dead owner's box", left, err)
 	}
-	if err := b.Remove(ctx, left[0].ID); err != nil {
+	if err := b.Remove(ctx, left[0]); err != nil {
 		t.Fatal(err)
 	}
 	if err := box.Close(ctx); err != nil {
@@ -196,6 +196,30 @@ func TestStaleSocketDirs(t *testing.T) {
 	}
 	if got := StaleSocketDirs(tmp, true); len(got) != 2 {
 		t.Errorf("StaleSocketDirs(all) = %v, want both", got)
+	}
+}
+
+// TestRemoveSocketDir: gc's Remove takes a socket directory Leftovers
+// listed (a path) off the host without asking the engine, and refuses a
+// path that is not one.
+func TestRemoveSocketDir(t *testing.T) {
+	tmp := t.TempDir()
+	dead := filepath.Join(tmp, sockDirPrefix+"4194305-abc")
+	other := filepath.Join(tmp, "not-swerve")
+	os.Mkdir(dead, 0o755)
+	os.Mkdir(other, 0o755)
+	b := &Backend{} // no engine: a path never reaches it
+	if err := b.Remove(context.Background(), sandbox.Leftover{ID: dead}); err != nil {
+		t.Errorf("Remove(%s): %v", dead, err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Errorf("%s still there (%v)", dead, err)
+	}
+	if err := b.Remove(context.Background(), sandbox.Leftover{ID: other}); err == nil {
+		t.Errorf("Remove(%s) = nil, want a refusal", other)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Errorf("%s removed: %v", other, err)
 	}
 }
 
@@ -232,12 +256,12 @@ func TestOpenCancelLeavesNothing(t *testing.T) {
 			box.Close(ctx)
 		}
 	}
-	left, err := b.Leftovers(ctx, LeftoverOptions{All: true, RunID: runID})
+	left, err := b.listContainers(ctx, true, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range left {
-		b.Remove(ctx, l.ID)
+		b.removeContainer(ctx, l.ID)
 	}
 	if len(left) > 0 {
 		t.Fatalf("%d containers left by cancelled opens: %+v", len(left), left)

@@ -15,10 +15,9 @@ import (
 	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
-// Leftover is a container found by Leftovers.
-type Leftover struct {
+// ownedContainer is one of swerve's containers, as listContainers found it.
+type ownedContainer struct {
 	ID       string
-	Name     string
 	Image    string
 	State    string
 	RunID    string
@@ -27,31 +26,23 @@ type Leftover struct {
 	Owner    string // host that made it
 }
 
-// LeftoverOptions selects what Leftovers reports.
-type LeftoverOptions struct {
-	// All lists every swerve container, including those whose owner process
-	// on this host still runs.
-	All bool
-	// RunID, if set, lists only that run's containers.
-	RunID string
-}
-
-// Leftovers lists containers that swerve made and whose owner is gone: the
-// process that made them has exited on this host. Containers made on other
-// hosts are listed only with All.
-func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftover, error) {
+// listContainers lists the containers swerve made (of run runID when
+// set) whose owner is gone: the process that made them has exited on this
+// host. Containers made on other hosts are listed only with all, which
+// also lists those whose owner still runs.
+func (b *Backend) listContainers(ctx context.Context, all bool, runID string) ([]ownedContainer, error) {
 	f := make(client.Filters).Add("label", LabelManaged+"=true")
-	if opts.RunID != "" {
-		f = f.Add("label", LabelRun+"="+opts.RunID)
+	if runID != "" {
+		f = f.Add("label", LabelRun+"="+runID)
 	}
 	res, err := b.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("docker: list containers: %w", classify(err))
 	}
 	host, _ := os.Hostname()
-	var out []Leftover
+	var out []ownedContainer
 	for _, c := range res.Items {
-		l := Leftover{
+		l := ownedContainer{
 			ID:    c.ID,
 			Image: c.Image,
 			State: string(c.State),
@@ -59,11 +50,8 @@ func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftov
 			Task:  c.Labels[LabelTask],
 			Owner: c.Labels[LabelOwnerHost],
 		}
-		if len(c.Names) > 0 {
-			l.Name = c.Names[0]
-		}
 		l.OwnerPID, _ = strconv.Atoi(c.Labels[LabelOwnerPID])
-		if !opts.All {
+		if !all {
 			if l.Owner != host {
 				continue
 			}
@@ -76,14 +64,54 @@ func (b *Backend) Leftovers(ctx context.Context, opts LeftoverOptions) ([]Leftov
 	return out, nil
 }
 
-// removeWait bounds how long Remove waits for another remover's removal.
+// Leftovers lists, for swerve gc (sandbox.Collector), the containers
+// swerve made whose owner is gone (see listContainers), each by its short
+// id, and, unless opts.RunID is set, the host directories shared with
+// boxes (for the helper's socket) whose swerve process is gone, each by its
+// path. opts.All lists them all, whoever owns them.
+func (b *Backend) Leftovers(ctx context.Context, opts sandbox.LeftoverOptions) ([]sandbox.Leftover, error) {
+	cs, err := b.listContainers(ctx, opts.All, opts.RunID)
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Leftover
+	for _, c := range cs {
+		out = append(out, sandbox.Leftover{ID: short(c.ID), Image: c.Image, RunID: c.RunID, Task: c.Task})
+	}
+	if opts.RunID == "" {
+		for _, d := range StaleSocketDirs("", opts.All) {
+			out = append(out, sandbox.Leftover{ID: d})
+		}
+	}
+	return out, nil
+}
+
+// Remove removes one thing Leftovers listed: a socket directory (an
+// absolute path) from the host, else the container the id (or a unique
+// prefix of it, as Leftovers gives) names, see removeContainer.
+func (b *Backend) Remove(ctx context.Context, l sandbox.Leftover) error {
+	if filepath.IsAbs(l.ID) {
+		if !strings.HasPrefix(filepath.Base(l.ID), sockDirPrefix) {
+			return fmt.Errorf("docker: remove %s: not a socket directory of swerve's", l.ID)
+		}
+		if err := os.RemoveAll(l.ID); err != nil {
+			return fmt.Errorf("docker: remove %s: %w", l.ID, err)
+		}
+		return nil
+	}
+	return b.removeContainer(ctx, l.ID)
+}
+
+var _ sandbox.Collector = (*Backend)(nil)
+
+// removeWait bounds how long removeContainer waits for another remover's removal.
 const removeWait = time.Minute
 
-// Remove force-removes a leftover container. One that is gone already, or
-// that another remover (a second gc, say) is removing, is not an error:
-// the engine answers such a removal with a conflict, and Remove then waits
-// until the container is gone.
-func (b *Backend) Remove(ctx context.Context, id string) error {
+// removeContainer force-removes a leftover container. One that is gone
+// already, or that another remover (a second gc, say) is removing, is not
+// an error: the engine answers such a removal with a conflict, and
+// removeContainer then waits until the container is gone.
+func (b *Backend) removeContainer(ctx context.Context, id string) error {
 	_, err := b.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
 	switch {
 	case err == nil, cerrdefs.IsNotFound(err):

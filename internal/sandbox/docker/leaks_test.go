@@ -60,7 +60,7 @@ func TestLeaksPodman(t *testing.T) {
 
 // noneLeft fails the test when a container of the run is left.
 func noneLeft(t *testing.T, b *docker.Backend, runID string) {
-	left, err := b.Leftovers(context.Background(), docker.LeftoverOptions{All: true, RunID: runID})
+	left, err := b.Leftovers(context.Background(), sandbox.LeftoverOptions{All: true, RunID: runID})
 	if err != nil || len(left) > 0 {
 		t.Errorf("containers left after the leak test: %v %v", left, err)
 	}

@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/swerve-dev/swerve/internal/reward/grader/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/sandbox/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox/sandboxtest"
 	"github.com/swerve-dev/swerve/internal/shim"
 	"github.com/swerve-dev/swerve/internal/task"

@@ -72,6 +72,36 @@ func (l Leftover) Remove() error {
 	return nil
 }
 
+// Leftovers lists, for swerve gc (sandbox.Collector), the box directories
+// under b.TempDir whose owner is gone (opts.All: every one), each by its
+// path. With opts.RunID it keeps that run's directories and those no run
+// claimed (see Leftover.Unclaimed), which any gc may remove.
+func (b *Backend) Leftovers(ctx context.Context, opts sandbox.LeftoverOptions) ([]sandbox.Leftover, error) {
+	left, err := Leftovers(ctx, b.TempDir, opts.All)
+	if err != nil {
+		return nil, err
+	}
+	var out []sandbox.Leftover
+	for _, l := range left {
+		if opts.RunID != "" && l.RunID != opts.RunID && !l.Unclaimed {
+			continue
+		}
+		out = append(out, sandbox.Leftover{ID: l.Dir, RunID: l.RunID})
+	}
+	return out, nil
+}
+
+// Remove kills the processes of a box directory Leftovers listed and
+// deletes it. A path that is not a box directory is refused.
+func (b *Backend) Remove(_ context.Context, l sandbox.Leftover) error {
+	if !filepath.IsAbs(l.ID) || !strings.HasPrefix(filepath.Base(l.ID), dirPrefix) {
+		return fmt.Errorf("local: remove %s: not a box directory", l.ID)
+	}
+	return Leftover{Dir: l.ID}.Remove()
+}
+
+var _ sandbox.Collector = (*Backend)(nil)
+
 // namePID reads the owner's pid from a box directory's name
 // (dirPrefix + pid + "-" + random); 0 when the name holds none, as in
 // directories made before names carried it.

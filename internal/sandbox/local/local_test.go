@@ -136,6 +136,65 @@ func TestLeftoversKilledBeforeOwner(t *testing.T) {
 	}
 }
 
+// TestCollector: as a sandbox.Collector the backend lists the dead
+// owners' box directories of its TempDir, those of another run left out
+// under LeftoverOptions.RunID but unclaimed ones kept, and Remove deletes
+// one and refuses a path that is not a box directory.
+func TestCollector(t *testing.T) {
+	dir := t.TempDir()
+	mk := func(name, owner string) string {
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			os.WriteFile(filepath.Join(d, ".owner"), []byte(owner), 0o644)
+		}
+		return d
+	}
+	r1 := mk(dirPrefix+"4194305-1", "pid=4194305\nrun=r1\n")
+	r2 := mk(dirPrefix+"4194305-2", "pid=4194305\nrun=r2\n")
+	unclaimed := mk(dirPrefix+"4194305-3", "")
+	live := mk(dirPrefix+strconv.Itoa(os.Getpid())+"-4", "pid="+strconv.Itoa(os.Getpid())+"\nrun=r1\n")
+	b := &Backend{TempDir: dir}
+	var c sandbox.Collector = b
+	for _, tt := range []struct {
+		name string
+		opts sandbox.LeftoverOptions
+		want []string
+	}{
+		{"dead owners", sandbox.LeftoverOptions{}, []string{r1, r2, unclaimed}},
+		{"all", sandbox.LeftoverOptions{All: true}, []string{r1, r2, unclaimed, live}},
+		{"one run", sandbox.LeftoverOptions{RunID: "r1"}, []string{r1, unclaimed}},
+		{"one run, all", sandbox.LeftoverOptions{RunID: "r1", All: true}, []string{r1, unclaimed, live}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			left, err := c.Leftovers(context.Background(), tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, l := range left {
+				got = append(got, l.ID)
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tt.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("Leftovers(%+v) = %v, want %v", tt.opts, got, want)
+			}
+		})
+	}
+	if err := c.Remove(context.Background(), sandbox.Leftover{ID: r2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(r2); !os.IsNotExist(err) {
+		t.Errorf("%s still there after Remove (%v)", r2, err)
+	}
+	if err := c.Remove(context.Background(), sandbox.Leftover{ID: dir}); err == nil {
+		t.Errorf("Remove(%s) = nil, want a refusal: not a box directory", dir)
+	}
+}
+
 func TestOpenMakesGitRepo(t *testing.T) {
 	src := t.TempDir()
 	os.WriteFile(filepath.Join(src, "a.py"), []byte("x = 1\n"), 0o644)

@@ -36,7 +36,7 @@ func targets(t *testing.T) []target {
 	localT := target{
 		name: local.Name,
 		spec: func(task string) sandbox.Spec {
-			return sandbox.Spec{Task: task, Labels: map[string]string{docker.LabelTask: task}}
+			return sandbox.Spec{Task: task}
 		},
 		boxes: func(t *testing.T, runID string) []string {
 			left, err := local.Leftovers(context.Background(), "", true)
@@ -54,7 +54,7 @@ func targets(t *testing.T) []target {
 	}
 	imageSpec := func(task string) sandbox.Spec {
 		return sandbox.Spec{Image: testutil.TestImage(), Task: task, Pull: sandbox.PullNever,
-			Limits: sandbox.Limits{CPUs: 1, MemoryMiB: 512, PIDs: 256}, Labels: map[string]string{docker.LabelTask: task}}
+			Limits: sandbox.Limits{CPUs: 1, MemoryMiB: 512, PIDs: 256}}
 	}
 	collected := func(name string) func(t *testing.T, runID string) []string {
 		return func(t *testing.T, runID string) []string {
@@ -77,21 +77,7 @@ func targets(t *testing.T) []target {
 			return ids
 		}
 	}
-	dockerT := target{name: docker.Name, spec: imageSpec, boxes: func(t *testing.T, runID string) []string {
-		b, err := docker.New(context.Background(), docker.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		left, err := b.Leftovers(context.Background(), docker.LeftoverOptions{All: true, RunID: runID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ids []string
-		for _, l := range left {
-			ids = append(ids, l.ID)
-		}
-		return ids
-	}}
+	dockerT := target{name: docker.Name, spec: imageSpec, boxes: collected(docker.Name)}
 	switch name := os.Getenv("SWERVE_POOL_BACKEND"); name {
 	case "":
 	case local.Name:

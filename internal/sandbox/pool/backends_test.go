@@ -1,9 +1,5 @@
 package pool_test
 
-// The backends SWERVE_POOL_BACKEND may name besides docker and local, so
-// that the figures and leak checks can run on them too.
-import (
-	_ "github.com/swerve-dev/swerve/internal/sandbox/apptainer"
-	_ "github.com/swerve-dev/swerve/internal/sandbox/e2b"
-	_ "github.com/swerve-dev/swerve/internal/sandbox/k8s"
-)
+// Every backend swerve ships, so that SWERVE_POOL_BACKEND may name any of
+// them and the figures and leak checks can run there too.
+import _ "github.com/swerve-dev/swerve/internal/sandbox/all"

@@ -50,7 +50,7 @@ func TestGymRealTask(t *testing.T) {
 		t.Skipf("image %s not built (../shared/realtasks/build.sh): %v", tk.Image, err)
 	}
 	open := func(ctx context.Context, t *task.Task) (sandbox.Sandbox, string, error) {
-		box, err := eng.Open(ctx, sandbox.Spec{Image: t.Image, Pull: sandbox.PullNever, Labels: map[string]string{docker.LabelTask: t.InstanceID}})
+		box, err := eng.Open(ctx, sandbox.Spec{Image: t.Image, Pull: sandbox.PullNever, Task: t.InstanceID})
 		return box, "/testbed", err
 	}
 	ts := startServer(t, Options{Open: open, Tasks: NewCatalog(tasks, false), Verifier: GraderVerifier{Open: open}})

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/swerve-dev/swerve/internal/sandbox/kittest"
+	"github.com/swerve-dev/swerve/internal/reward/grader/kittest"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 

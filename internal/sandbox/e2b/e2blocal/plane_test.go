@@ -12,10 +12,10 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/swerve-dev/swerve/internal/reward/grader/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/e2b"
 	"github.com/swerve-dev/swerve/internal/sandbox/e2b/e2blocal"
-	"github.com/swerve-dev/swerve/internal/sandbox/kittest"
 	"github.com/swerve-dev/swerve/internal/sandbox/sandboxtest"
 	"github.com/swerve-dev/swerve/internal/task"
 	"github.com/swerve-dev/swerve/internal/testutil"
