@@ -2,15 +2,18 @@
 // opens a Sandbox from a Spec, and a Sandbox runs commands and moves files.
 //
 // Backends live in sub-packages (sandbox/docker, sandbox/local, ...) and
-// register themselves by name in init(); Open picks one by name. Every
-// backend passes the conformance suite in sandbox/sandboxtest.
+// register themselves by name in init() (a binary links them with a blank
+// import); New makes one by name. Every backend passes the conformance suite
+// in sandbox/sandboxtest.
 //
 // # Using a sandbox
 //
-//	b, err := sandbox.Get("docker")
+//	b, err := sandbox.New(ctx, "docker", sandbox.Options{})
 //	box, err := b.Open(ctx, sandbox.Spec{Image: "swebench/sweb.eval.x86_64.django_1776_django-16901:latest"})
 //	defer box.Close(context.WithoutCancel(ctx))
 //	res, err := box.Exec(ctx, sandbox.ExecRequest{Cmd: sandbox.Bash("git status"), Timeout: time.Minute})
+//
+// ExampleNew in example_test.go is the same sequence, compiled with the tests.
 //
 // Optional abilities (an interactive terminal, ...) are small extra
 // interfaces found with a type assertion, e.g. Interactive.
