@@ -1,5 +1,5 @@
 // Command swerve builds task images, runs coding agents in sandboxes, grades
-// their patches and serves all of it to RL trainers. See README.md.
+// their patches and serves all of it to RL trainers. See README.md and docs/.
 package main
 
 import (

@@ -14,7 +14,7 @@ import (
 // BenchmarkGradeLogLite grades one django eval log against the full SWE-bench
 // Lite test file (300 rows, parquet), the way `swerve grade --log` does: the
 // dataset is opened, only the named row is decoded, and the log is graded.
-// The whole-process figure for the same command is in the README.
+// The whole-process figure for the same command is in docs/performance.md.
 //
 //	go test -run '^$' -bench GradeLogLite ./internal/cli
 func BenchmarkGradeLogLite(b *testing.B) {

@@ -45,11 +45,11 @@ func chromiumPath(t *testing.T) string {
 // a filter and a sort change the URL and the rows, a trajectory shows every
 // kind of step, the diff and the failing tests are marked, and screenshots
 // of the three main pages match the golden PNGs under docs/view (also the
-// README's pictures) within a tolerance.
+// screenshots in docs/view.md) within a tolerance.
 //
 // The golden images are written by this test itself with -update. That is
 // acceptable here because their oracle is a person: whoever runs -update
-// looks at the images (they are the README's screenshots) before committing
+// looks at the images (they are docs/view.md's screenshots) before committing
 // them; the comparison then guards against unnoticed changes of layout.
 func TestBrowser(t *testing.T) {
 	exe := chromiumPath(t)

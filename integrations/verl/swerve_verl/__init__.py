@@ -1,1 +1,1 @@
-"""verl tools backed by a running ``swerve serve`` (see README.md)."""
+"""verl tools backed by a running ``swerve serve`` (see docs/serve.md)."""
