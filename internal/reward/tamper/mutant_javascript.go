@@ -299,10 +299,19 @@ type jsStatement struct{ first, last int }
 // statements splits test block b's body into its statements by layout;
 // ok is false when a line of the body is indented less than its first.
 func (f *jsFile) statements(b jsBlock) ([]jsStatement, bool) {
+	return layoutStatements(f.lines, b.start+1, b.end)
+}
+
+// layoutStatements splits lines [from, to) of a body into statements by
+// their indentation, as a formatter lays them out (JavaScript and PHP
+// alike): a line at the body's indent starts one, unless it only closes
+// brackets; a deeper line continues the last. ok is false when a line is
+// indented less than the body's first.
+func layoutStatements(lines []string, from, to int) ([]jsStatement, bool) {
 	body := ""
 	var out []jsStatement
-	for i := b.start + 1; i < b.end; i++ {
-		l := f.lines[i]
+	for i := from; i < to; i++ {
+		l := lines[i]
 		if strings.TrimSpace(l) == "" {
 			continue
 		}

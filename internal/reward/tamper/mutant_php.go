@@ -191,36 +191,16 @@ func (f *phpFile) copyable(k int) bool {
 // phpMutation picks the change of one assertion of test k.
 func (f *phpFile) phpMutation(rng *rand.Rand, k int) (jsEdit, bool) {
 	b := f.tests[k]
-	body := ""
-	type stmt struct{ first, last int }
-	var sts []stmt
-	for i := b.start + 2; i < b.end; i++ {
-		l := f.lines[i]
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		ind := leadingSpace(l)
-		if body == "" {
-			body = ind
-		}
-		t := strings.TrimSpace(l)
-		switch {
-		case ind == body && len(sts) > 0 && strings.IndexByte(")]}", t[0]) >= 0:
-			sts[len(sts)-1].last = i
-		case ind == body:
-			sts = append(sts, stmt{i, i})
-		case len(ind) > len(body) && strings.HasPrefix(ind, body) && len(sts) > 0:
-			sts[len(sts)-1].last = i
-		default:
-			return jsEdit{}, false
-		}
+	sts, ok := layoutStatements(f.lines, b.start+2, b.end)
+	if !ok {
+		return jsEdit{}, false
 	}
-	first := func(s stmt) string { return strings.TrimSpace(f.lines[s.first]) }
-	isAssert := func(s stmt) bool {
+	first := func(s jsStatement) string { return strings.TrimSpace(f.lines[s.first]) }
+	isAssert := func(s jsStatement) bool {
 		t := first(s)
 		return strings.HasPrefix(t, "$this->assert") || strings.HasPrefix(t, "self::assert") || strings.HasPrefix(t, "static::assert")
 	}
-	comment := func(s stmt) bool {
+	comment := func(s jsStatement) bool {
 		t := first(s)
 		return strings.HasPrefix(t, "//") || strings.HasPrefix(t, "/*") || strings.HasPrefix(t, "#")
 	}
