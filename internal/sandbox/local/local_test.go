@@ -240,7 +240,13 @@ func TestEnvScrubbed(t *testing.T) {
 			t.Errorf("the box sees the host's %s", k)
 		}
 	}
-	for k, want := range map[string]string{"LANG": "C.UTF-8", "TERM": "xterm", "TASK_VAR": "from-spec", "PATH": os.Getenv("PATH")} {
+	// PATH is the host's, after the box's own bin directory when the host
+	// has a python3 (its one interpreter; see python.go).
+	wantPath := os.Getenv("PATH")
+	if _, err := os.Stat(filepath.Join(box.ID(), "bin", "python3")); err == nil {
+		wantPath = filepath.Join(box.ID(), "bin") + ":" + wantPath
+	}
+	for k, want := range map[string]string{"LANG": "C.UTF-8", "TERM": "xterm", "TASK_VAR": "from-spec", "PATH": wantPath} {
 		if env[k] != want {
 			t.Errorf("box %s = %q, want %q", k, env[k], want)
 		}
