@@ -30,9 +30,38 @@ import (
 // the caller's context is already cancelled.
 const removeTimeout = 60 * time.Second
 
+// startAttempts is how many containers Open tries for one box when the
+// engine fails to start them for a reason of its own moment: runc's
+// prestart hook (the engine's network set-up) killed when many
+// containers start at once. Such a failure says nothing of the image,
+// and the next container usually starts.
+const startAttempts = 3
+
 // Open creates and starts a container whose main process is the helper,
 // and returns once the helper has answered.
-func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
+func (b *Backend) Open(ctx context.Context, spec sandbox.Spec) (sandbox.Sandbox, error) {
+	for attempt := 1; ; attempt++ {
+		box, err := b.openOnce(ctx, spec)
+		if err == nil || attempt == startAttempts || !transientStart(err) || ctx.Err() != nil {
+			return box, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		}
+	}
+}
+
+// transientStart says whether err is the engine failing to start a
+// container in its own set-up hook (which openOnce has already cleaned
+// up after), as opposed to anything the image or the request caused.
+func transientStart(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "docker: start container from") && strings.Contains(s, "error running hook")
+}
+
+func (b *Backend) openOnce(ctx context.Context, spec sandbox.Spec) (_ sandbox.Sandbox, err error) {
 	if spec.Image == "" {
 		return nil, fmt.Errorf("docker: open: no image given")
 	}
