@@ -692,16 +692,26 @@ func (f *jsFile) copyBlock(k int, title string, m *jsEdit) string {
 // insert puts each copy after a test of the same describe block as the
 // test it copies (anchors), at or after that test, and returns the text.
 func (f *jsFile) insert(rng *rand.Rand, anchors []int, copies []string) string {
-	type ins struct{ after, i int }
-	var picks []ins
+	spots := make([][]int, len(anchors))
 	for i, a := range anchors {
-		var spots []int
 		for _, x := range f.blocks {
 			if x.kind == "test" && x.parent == f.blocks[a].parent && x.start >= f.blocks[a].start {
-				spots = append(spots, x.end)
+				spots[i] = append(spots[i], x.end)
 			}
 		}
-		picks = append(picks, ins{spots[rng.IntN(len(spots))], i})
+	}
+	return insertCopies(rng, f.lines, spots, copies)
+}
+
+// insertCopies puts copies[i] after a line drawn from spots[i] (each
+// after an empty line) and returns the text: the layout-read planners'
+// (JavaScript, PHP) one way of placing copies. Copies are inserted from
+// the bottom up, so the line numbers drawn stay right.
+func insertCopies(rng *rand.Rand, lines []string, spots [][]int, copies []string) string {
+	type ins struct{ after, i int }
+	picks := make([]ins, 0, len(spots))
+	for i, sp := range spots {
+		picks = append(picks, ins{sp[rng.IntN(len(sp))], i})
 	}
 	slices.SortFunc(picks, func(a, b ins) int {
 		if a.after != b.after {
@@ -709,12 +719,11 @@ func (f *jsFile) insert(rng *rand.Rand, anchors []int, copies []string) string {
 		}
 		return b.i - a.i
 	})
-	lines := slices.Clone(f.lines)
+	out := slices.Clone(lines)
 	for _, p := range picks {
-		add := append([]string{""}, strings.Split(copies[p.i], "\n")...)
-		lines = slices.Insert(lines, p.after+1, add...)
+		out = slices.Insert(out, p.after+1, append([]string{""}, strings.Split(copies[p.i], "\n")...)...)
 	}
-	return strings.Join(lines, "\n")
+	return strings.Join(out, "\n")
 }
 
 // jsStyledName draws a title for a copy in the style of its describe

@@ -494,28 +494,15 @@ func (f *phpFile) phpCopy(k int, name string, m *jsEdit) string {
 // phpInsert puts each copy after a test method at or after the one it
 // copies, and returns the text.
 func (f *phpFile) phpInsert(rng *rand.Rand, anchors []int, copies []string) string {
-	type ins struct{ after, i int }
-	var picks []ins
+	spots := make([][]int, len(anchors))
 	for i, a := range anchors {
-		var spots []int
 		for _, x := range f.tests {
 			if x.start >= f.tests[a].start {
-				spots = append(spots, x.end)
+				spots[i] = append(spots[i], x.end)
 			}
 		}
-		picks = append(picks, ins{spots[rng.IntN(len(spots))], i})
 	}
-	slices.SortFunc(picks, func(a, b ins) int {
-		if a.after != b.after {
-			return b.after - a.after
-		}
-		return b.i - a.i
-	})
-	lines := slices.Clone(f.lines)
-	for _, p := range picks {
-		lines = slices.Insert(lines, p.after+1, append([]string{""}, strings.Split(copies[p.i], "\n")...)...)
-	}
-	return strings.Join(lines, "\n")
+	return insertCopies(rng, f.lines, spots, copies)
 }
 
 // safePlanPHP is planPHP with a failure of its reading of the source a
