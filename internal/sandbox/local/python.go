@@ -25,9 +25,6 @@ type Python struct {
 	// Why says how it was chosen, for messages: "SWERVE_LOCAL_PYTHON",
 	// "the first python3 on PATH with pytest", ...
 	Why string
-	// Skipped lists interpreters found earlier on PATH and passed over
-	// because they lack pytest.
-	Skipped []string
 }
 
 // choosePython picks the interpreter local boxes run. A machine's first
@@ -68,16 +65,14 @@ func choosePython(ctx context.Context, pathEnv, override string) (Python, error)
 	if len(found) == 0 {
 		return Python{Why: "no python3 on PATH"}, nil
 	}
-	var skipped []string
-	for _, p := range found {
+	for i, p := range found {
 		if hasPytest(ctx, p) {
 			why := "the first python3 on PATH"
-			if len(skipped) > 0 {
+			if i > 0 {
 				why = "the first python3 on PATH with pytest"
 			}
-			return Python{Path: p, Why: why, Skipped: skipped}, nil
+			return Python{Path: p, Why: why}, nil
 		}
-		skipped = append(skipped, p)
 	}
 	return Python{Path: found[0], Why: "the first python3 on PATH (none has pytest)"}, nil
 }
