@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Build the image of the leak tests (package internal/sandbox/leaktest) in
+# Build the image of the leak tests (package internal/episode/leaktest) in
 # the local Docker engine when it is missing, and print its name: the test
-# base image with the repositories internal/sandbox/leaktest/testdata/
+# base image with the repositories internal/episode/leaktest/testdata/
 # plant.sh makes under /leaks, tagged with the hash of plant.sh (the name
 # leaktest.Image computes). No registry, no network: git makes everything.
 # The backends that take their images from Docker get it from there:
@@ -14,7 +14,7 @@
 #   SWERVE_LEAK_IMAGE   the name, instead of the hash's
 set -euo pipefail
 cd "$(dirname "$0")/.."
-recipe=internal/sandbox/leaktest/testdata/plant.sh
+recipe=internal/episode/leaktest/testdata/plant.sh
 base=${SWERVE_TEST_IMAGE:-swerve-test-base:bookworm}
 img=${SWERVE_LEAK_IMAGE:-swerve-test-leaks:$(sha256sum "$recipe" | cut -c1-12)}
 case "${1:-}" in

@@ -8,7 +8,7 @@ import (
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
-	"github.com/swerve-dev/swerve/internal/sandbox/leaktest"
+	"github.com/swerve-dev/swerve/internal/episode/leaktest"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/sandbox/leaktest"
+	"github.com/swerve-dev/swerve/internal/episode/leaktest"
 )
 
 // TestLeaks: issue 23's proof on Kubernetes. The cluster has no registry:

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/swerve-dev/swerve/internal/sandbox"
-	"github.com/swerve-dev/swerve/internal/sandbox/leaktest"
+	"github.com/swerve-dev/swerve/internal/episode/leaktest"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 

@@ -22,7 +22,7 @@ func TestScriptBuildsTheSameImage(t *testing.T) {
 	if !strings.Contains(script, `'FROM %s`+df+`'`) {
 		t.Errorf("scripts/leak-image.sh does not write Dockerfile's recipe %q", Dockerfile("BASE"))
 	}
-	if !strings.Contains(script, "recipe=internal/sandbox/leaktest/testdata/plant.sh") || !strings.Contains(script, `swerve-test-leaks:$(sha256sum "$recipe" | cut -c1-12)`) {
+	if !strings.Contains(script, "recipe=internal/episode/leaktest/testdata/plant.sh") || !strings.Contains(script, `swerve-test-leaks:$(sha256sum "$recipe" | cut -c1-12)`) {
 		t.Errorf("scripts/leak-image.sh does not name the image by plant.sh's hash as Image does (%s)", Image())
 	}
 }
