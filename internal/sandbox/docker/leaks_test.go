@@ -6,9 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/swerve-dev/swerve/internal/episode/leaktest"
 	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/sandbox/docker"
-	"github.com/swerve-dev/swerve/internal/episode/leaktest"
 	"github.com/swerve-dev/swerve/internal/testutil"
 )
 

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/swerve-dev/swerve/internal/sandbox"
 	"github.com/swerve-dev/swerve/internal/episode/leaktest"
+	"github.com/swerve-dev/swerve/internal/sandbox"
 )
 
 // TestLeaks: issue 23's proof on Kubernetes. The cluster has no registry:
